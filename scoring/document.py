@@ -1,0 +1,196 @@
+"""Turn a SKILL.md's bytes into the structure every rule reads (RUBRIC.md "Input").
+
+The Markdown is parsed exactly once per file (markdown-it-py, ``commonmark``
+preset); headings, paragraphs, links and code spans are collected in that one
+walk so no rule re-parses. Line numbers are 1-based lines of the decoded file.
+
+Readings where RUBRIC.md is silent, recorded here as it asks:
+- "empty" means nothing but white space after decoding: such a file has no
+  skill in it to score.
+- Frontmatter whose opening ``---`` is never closed is invalid frontmatter; the
+  body is then the whole text, since no block could be delimited.
+- A heading's or paragraph's rendered text joins text, code spans and image alt
+  text; soft and hard line breaks render as a newline; raw HTML is markup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+MAX_BYTES = 2 * 1024 * 1024
+_PARSER = MarkdownIt("commonmark")
+_TEXT_TOKENS = {"text", "text_special", "code_inline"}
+_BREAK_TOKENS = {"softbreak", "hardbreak"}
+
+
+class UnreadableSkill(ValueError):
+    """The file cannot be scored at all (RUBRIC.md: not UTF-8, empty, over 2 MiB)."""
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    text: str
+    line: int
+
+
+@dataclass(frozen=True)
+class LinkTarget:
+    """A link or image destination, or a path-like code span, as written."""
+
+    target: str
+    line: int
+    from_code_span: bool
+
+
+@dataclass(frozen=True)
+class FrontmatterError:
+    line: int
+    message: str
+
+
+@dataclass(frozen=True)
+class SkillDocument:
+    text: str
+    frontmatter: dict[str, Any] | None
+    frontmatter_present: bool
+    frontmatter_error: FrontmatterError | None
+    body: str
+    body_first_line: int
+    headings: tuple[Heading, ...]
+    paragraphs: tuple[Paragraph, ...]
+    links: tuple[LinkTarget, ...]
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 with the BOM dropped and every line break made LF; raises UnreadableSkill."""
+    if len(data) > MAX_BYTES:
+        raise UnreadableSkill(
+            f"file is {len(data):,} bytes, over the 2 MiB limit; split it, moving detail into references/"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise UnreadableSkill(
+            f"not valid UTF-8 at byte {err.start} (line {line}); re-save the file as UTF-8"
+        ) from None
+    return normalize_text(text)
+
+
+def normalize_text(text: str) -> str:
+    """Drop the BOM and make every line break LF; raises UnreadableSkill when empty."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    if not text.strip():
+        raise UnreadableSkill("file is empty; a SKILL.md needs frontmatter and instructions")
+    return text
+
+
+def parse(text: str) -> SkillDocument:
+    """Split frontmatter from body and collect the Markdown structure of the body."""
+    lines = text.split("\n")
+    fm_present = lines[0] == "---"
+    frontmatter, fm_error, body_start = None, None, 0
+    if fm_present:
+        end = next((i for i in range(1, len(lines)) if lines[i] in ("---", "...")), None)
+        if end is None:
+            fm_error = FrontmatterError(1, "frontmatter opened with '---' on line 1 is never closed; add a '---' line after it")
+        else:
+            frontmatter, fm_error = _load_yaml("\n".join(lines[1:end]))
+            body_start = end + 1
+    body = "\n".join(lines[body_start:])
+    headings, paragraphs, links = _walk(body, body_start)
+    return SkillDocument(
+        text=text,
+        frontmatter=frontmatter,
+        frontmatter_present=fm_present,
+        frontmatter_error=fm_error,
+        body=body,
+        body_first_line=body_start + 1,
+        headings=headings,
+        paragraphs=paragraphs,
+        links=links,
+    )
+
+
+def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | None]:
+    try:
+        value = yaml.safe_load(source)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 2 if mark else 1  # +1 for 1-based, +1 for the opening '---'
+        return None, FrontmatterError(line, f"frontmatter is not valid YAML: {err.problem or err}")
+    except yaml.YAMLError as err:
+        return None, FrontmatterError(1, f"frontmatter is not valid YAML: {err}")
+    if not isinstance(value, dict):
+        kind = "empty" if value is None else f"a {type(value).__name__}"
+        return None, FrontmatterError(2, f"frontmatter is {kind}, not a mapping; write 'name: …' and 'description: …' lines")
+    return value, None
+
+
+def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...]]:
+    tokens = _PARSER.parse(body)
+    headings: list[Heading] = []
+    paragraphs: list[Paragraph] = []
+    links: list[LinkTarget] = []
+    body_lines = body.split("\n")
+    for i, tok in enumerate(tokens):
+        if tok.type != "inline" or i == 0:
+            continue
+        opener = tokens[i - 1]
+        first = (tok.map[0] if tok.map else 0) + line_offset + 1
+        if opener.type == "heading_open":
+            headings.append(Heading(int(opener.tag[1]), render_inline(tok.children or []), first))
+        elif opener.type == "paragraph_open":
+            paragraphs.append(Paragraph(render_inline(tok.children or []), first))
+        span = body_lines[tok.map[0] : tok.map[1]] if tok.map else []
+        links.extend(_targets(tok.children or [], span, first))
+    return tuple(headings), tuple(paragraphs), tuple(links)
+
+
+def render_inline(children: list[Token]) -> str:
+    """The text a reader sees: text, code spans and image alt text; markup dropped."""
+    parts: list[str] = []
+    for child in children:
+        if child.type in _TEXT_TOKENS:
+            parts.append(child.content)
+        elif child.type in _BREAK_TOKENS:
+            parts.append("\n")
+        elif child.type == "image" and child.children:
+            parts.append(render_inline(child.children))
+    return "".join(parts).strip()
+
+
+def _targets(children: list[Token], span: list[str], first_line: int) -> list[LinkTarget]:
+    found: list[LinkTarget] = []
+    for child in children:
+        if child.type == "link_open":
+            target, is_code = unquote(str(child.attrs.get("href", ""))), False
+        elif child.type == "image":
+            target, is_code = unquote(str(child.attrs.get("src", ""))), False
+        elif child.type == "code_inline":
+            target, is_code = child.content, True
+        else:
+            continue
+        found.append(LinkTarget(target, _line_of(target, span, first_line), is_code))
+    return found
+
+
+def _line_of(needle: str, span: list[str], first_line: int) -> int:
+    """Inline tokens carry no line; find the line of their block that holds the text."""
+    for offset, line in enumerate(span):
+        if needle and needle in line:
+            return first_line + offset
+    return first_line

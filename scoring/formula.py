@@ -1,0 +1,50 @@
+"""The arithmetic of the rubric: totals, rounding, dim10, and what counts as better.
+
+Rounding is decimal half-up at one place, done on exact decimals, so that
+7.25 becomes 7.3 on every machine (binary floats and ``round`` would give 7.2).
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from scoring.model import DimensionScore
+
+_TENTH = Decimal("0.1")
+
+
+def round1(value: float | Decimal) -> float:
+    """Round half-up to one decimal, from the value's shortest decimal repr."""
+    exact = value if isinstance(value, Decimal) else Decimal(repr(float(value)))
+    return float(exact.quantize(_TENTH, rounding=ROUND_HALF_UP))
+
+
+def total_of(dims: Iterable[DimensionScore]) -> float:
+    """Σ(score × weight) / 10 over the scored dimensions, at one decimal."""
+    points = sum(
+        (Decimal(repr(float(d.score))) * d.weight for d in dims if d.score is not None),
+        Decimal(0),
+    )
+    return round1(points / 10)
+
+
+def points_covered(dims: Iterable[DimensionScore]) -> int:
+    """How many of the 100 points the scored dimensions stand for."""
+    return sum(d.weight for d in dims if d.score is not None)
+
+
+def is_improvement(old_total: float, new_total: float) -> bool:
+    """An edit is kept only when the new total, at one decimal, is strictly greater."""
+    return round1(new_total) > round1(old_total)
+
+
+def dim10_score(p0: int, p1: int) -> float:
+    """dim10 = (100 − 30·P0 − 5·P1) / 10, at most 4.0 while a P0 is open, at least 1.0."""
+    if p0 < 0 or p1 < 0:
+        raise ValueError(f"finding counts cannot be negative (P0={p0}, P1={p1})")
+    raw = Decimal(100 - 30 * p0 - 5 * p1) / 10
+    if p0 > 0:
+        raw = min(raw, Decimal(4))
+    return float(max(raw, Decimal(1)))

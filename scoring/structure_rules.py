@@ -1,0 +1,149 @@
+"""dim4 (checkpoints), dim7 (architecture) and dim9 (counter-examples), by rule.
+
+Readings where RUBRIC.md is silent:
+- A heading's parent is the nearest earlier heading of a lower level; headings
+  with no such heading share the document root as parent.
+- Paragraphs are every CommonMark paragraph, those inside list items and block
+  quotes included (tight lists hide the tag in HTML, not the paragraph).
+- "Letter, digit or CJK character" is Python's ``str.isalnum`` (CJK ideographs
+  are letters there); everything else — emoji, punctuation, marks, space — goes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scoring.document import Heading, SkillDocument
+from scoring.model import DimensionScore
+
+STOP_LEVEL = re.compile(r"\bSTOP\b|⛔|🛑")
+CHECKPOINT_LEVEL = re.compile(r"CHECKPOINT|🔴")
+COUNTER_EXAMPLE = re.compile(
+    r"不要|禁止|不允许|反例|不得|切勿|严禁|\bdo not\b|\bdon't\b|\bdon’t\b|\bnever\b|\bmust not\b"
+    r"|\bavoid\b|anti-pattern|\bforbidden\b",
+    re.IGNORECASE,
+)
+CHAPTER_GROUPS: dict[str, tuple[str, ...]] = {
+    "philosophy": ("设计哲学", "设计理念", "核心理念", "原则", "理念", "概述", "简介", "philosophy", "principle", "overview", "about"),
+    "workflow": ("执行流程", "工作流", "流程", "步骤", "使用方式", "用法", "workflow", "process", "steps", "instructions", "usage", "how to use", "procedure"),
+    "constraints": ("约束", "规则", "限制", "红线", "注意事项", "constraint", "rule", "guideline", "limitation", "requirement", "best practice"),
+    "evaluation": ("评估", "评分", "验收", "检查清单", "验证", "rubric", "checklist", "evaluation", "quality", "success criteria", "verification", "testing"),
+}
+LEADING_NUMBERING = re.compile(
+    r"^(\d+(\.\d+)*[.)、:：]?|[一二三四五六七八九十百]+[、.．:：]|(step|phase)\s*\d+(\.\d+)?\s*[:：.)-]?"
+    r"|第[一二三四五六七八九十百\d]+[步章节部分阶段]\s*[:：、]?)\s*",
+    re.IGNORECASE,
+)
+_MIN_DUPLICATE_PARAGRAPH = 40
+
+
+def score_dim4(doc: SkillDocument) -> DimensionScore:
+    stop = STOP_LEVEL.search(doc.body)
+    if stop:
+        return DimensionScore("dim4", 10, "rules", (f"STOP-level checkpoint '{stop.group(0)}' on line {_line(doc, stop.start())}",))
+    checkpoint = CHECKPOINT_LEVEL.search(doc.body)
+    if checkpoint:
+        return DimensionScore("dim4", 5, "rules", (
+            f"only CHECKPOINT level ('{checkpoint.group(0)}' on line {_line(doc, checkpoint.start())}); "
+            "add a STOP / 🛑 before the irreversible step",
+        ))
+    return DimensionScore("dim4", 0, "rules", ("no checkpoint: add '🔴 CHECKPOINT' or '🛑 STOP' where the user must confirm",))
+
+
+def _line(doc: SkillDocument, offset: int) -> int:
+    return doc.body_first_line + doc.body.count("\n", 0, offset)
+
+
+def normalize(text: str) -> str:
+    """Lower-case, drop leading numbering, keep only letters, digits and CJK."""
+    stripped = LEADING_NUMBERING.sub("", text.lower(), count=1)
+    return "".join(ch for ch in stripped if ch.isalnum())
+
+
+def heading_jumps(headings: tuple[Heading, ...]) -> list[tuple[Heading, Heading]]:
+    return [(a, b) for a, b in zip(headings, headings[1:]) if b.level > a.level + 1]
+
+
+def chapter_groups(headings: tuple[Heading, ...]) -> dict[str, Heading]:
+    """For each required chapter group found, the first heading that names it."""
+    found: dict[str, Heading] = {}
+    for heading in headings:
+        text = heading.text.lower()
+        for group, words in CHAPTER_GROUPS.items():
+            if group not in found and any(w in text for w in words):
+                found[group] = heading
+    return found
+
+
+def duplicate_headings(headings: tuple[Heading, ...]) -> list[Heading]:
+    seen: set[tuple[int, int, str]] = set()
+    stack: list[tuple[int, int]] = []  # (level, index) of the open ancestors
+    duplicates: list[Heading] = []
+    for index, heading in enumerate(headings):
+        while stack and stack[-1][0] >= heading.level:
+            stack.pop()
+        parent = stack[-1][1] if stack else -1
+        stack.append((heading.level, index))
+        key = (parent, heading.level, normalize(heading.text))
+        if not key[2]:
+            continue
+        if key in seen:
+            duplicates.append(heading)
+        seen.add(key)
+    return duplicates
+
+
+def duplicate_paragraphs(doc: SkillDocument) -> list[tuple[int, int]]:
+    """(line of the repeat, line of the first occurrence) for each repeated paragraph."""
+    first_seen: dict[str, int] = {}
+    repeats: list[tuple[int, int]] = []
+    for paragraph in doc.paragraphs:
+        key = normalize(paragraph.text)
+        if len(key) < _MIN_DUPLICATE_PARAGRAPH:
+            continue
+        if key in first_seen:
+            repeats.append((paragraph.line, first_seen[key]))
+        else:
+            first_seen[key] = paragraph.line
+    return repeats
+
+
+def score_dim7(doc: SkillDocument) -> DimensionScore:
+    jumps = heading_jumps(doc.headings)
+    groups = chapter_groups(doc.headings)
+    dup_heads = duplicate_headings(doc.headings)
+    dup_paras = duplicate_paragraphs(doc)
+    duplicates = len(dup_heads) + len(dup_paras)
+    raw = 10 - 2 * len(jumps) - 3 * max(0, 3 - len(groups)) - 2 * duplicates
+    reasons = [f"heading jump H{a.level}→H{b.level} at line {b.line} ('{b.text[:40]}')" for a, b in jumps]
+    missing = [g for g in CHAPTER_GROUPS if g not in groups]
+    if len(groups) < 3:
+        reasons.append(f"{len(groups)}/4 required chapters; missing: {', '.join(missing)} (3 needed)")
+    reasons += [f"duplicate sibling heading '{h.text[:40]}' at line {h.line}" for h in dup_heads]
+    reasons += [f"paragraph at line {line} repeats the one at line {first}" for line, first in dup_paras]
+    if not reasons:
+        reasons.append(f"headings continuous, {len(groups)}/4 chapters, no duplicates")
+    details = (
+        ("jumps", len(jumps)),
+        ("groups", sorted(groups)),
+        ("duplicates", duplicates),
+    )
+    return DimensionScore("dim7", max(0, min(10, raw)), "rules", tuple(reasons), details=details)
+
+
+def score_dim9(doc: SkillDocument) -> DimensionScore:
+    hits: dict[str, int] = {}
+    for offset, line in enumerate(doc.body.split("\n")):
+        stripped = line.strip()
+        if stripped not in hits and COUNTER_EXAMPLE.search(stripped):
+            hits[stripped] = doc.body_first_line + offset
+    count = len(hits)
+    score = 10 if count >= 3 else {2: 7, 1: 3, 0: 0}[count]
+    if count:
+        lines = ", ".join(str(n) for n in list(hits.values())[:5])
+        reasons = (f"{count} distinct counter-example line(s) (lines {lines})",)
+    else:
+        reasons = ("no counter-examples; add lines such as 'Do not …' / '不要…' for the known failure cases",)
+    if 0 < count < 3:
+        reasons += (f"{3 - count} more distinct line(s) needed for full marks",)
+    return DimensionScore("dim9", score, "rules", reasons, details=(("distinct_lines", count),))

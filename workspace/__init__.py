@@ -1,0 +1,1 @@
+"""State on disk: skill files, git, atomic writes and the optimizer's records."""

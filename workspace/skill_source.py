@@ -1,0 +1,106 @@
+"""Find SKILL.md files on disk and read them, refusing what must not be read.
+
+A skill that cannot be read becomes a ``SkillSource`` with an ``error`` that
+names the file and the fix, so one bad skill never stops a batch. Reading is
+bounded (never more than 2 MiB + 1 byte), only regular files are opened, and a
+SKILL.md or reference that is a symlink out of its skill directory is not
+followed: no skill can make Luban read outside it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from scoring.document import MAX_BYTES
+
+SKILL_FILE = "SKILL.md"
+_SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__"}
+_MAX_LISTED_FILES = 20_000
+
+
+@dataclass(frozen=True)
+class SkillSource:
+    name: str
+    path: str
+    data: bytes | None = None
+    files: frozenset[str] = frozenset()
+    error: str | None = None
+
+
+def discover(paths: list[str]) -> list[SkillSource | Path]:
+    """Each PATH as SKILL.md files (a file, a skill directory, or a tree to search).
+
+    Paths that do not exist or hold no SKILL.md come back as error sources.
+    """
+    found: list[SkillSource | Path] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists() and not path.is_symlink():
+            found.append(SkillSource(path.parent.name or raw, raw, error=f"{raw}: no such file or directory; check the path"))
+            continue
+        if path.is_dir() and not (path / SKILL_FILE).exists():
+            hits = sorted(_search(path))
+            if not hits:
+                found.append(SkillSource(path.name, raw, error=f"{raw}: no {SKILL_FILE} found in this directory or below it"))
+            candidates = hits
+        else:
+            candidates = [path / SKILL_FILE if path.is_dir() else path]
+        for candidate in candidates:
+            key = candidate.absolute()
+            if key not in seen:
+                seen.add(key)
+                found.append(candidate)
+    return found
+
+
+def _search(root: Path) -> list[Path]:
+    hits = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS and not d.startswith(".")]
+        if SKILL_FILE in filenames:
+            hits.append(Path(dirpath) / SKILL_FILE)
+    return hits
+
+
+def read_skill(skill_file: Path) -> SkillSource:
+    """Read one SKILL.md and list the files of its directory, without following escapes."""
+    skill_dir = skill_file.parent
+    name = skill_dir.absolute().name
+    shown = str(skill_file)
+    try:
+        if skill_file.is_symlink() and not _inside(skill_file.resolve(), skill_dir.resolve()):
+            return SkillSource(name, shown, error=f"{shown}: is a symlink to outside its skill directory; replace it with the file itself")
+        info = skill_file.stat()
+        if not stat.S_ISREG(info.st_mode):
+            return SkillSource(name, shown, error=f"{shown}: is not a regular file")
+        if info.st_size > MAX_BYTES:
+            return SkillSource(name, shown, error=f"{shown}: is {info.st_size:,} bytes, over the 2 MiB limit; move detail into references/")
+        with open(skill_file, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as err:
+        return SkillSource(name, shown, error=f"{shown}: cannot be read ({err.strerror or err}); check it exists and is readable")
+    return SkillSource(name, shown, data=data, files=list_files(skill_dir))
+
+
+def list_files(skill_dir: Path) -> frozenset[str]:
+    """POSIX paths, relative to the skill directory, of the files a reference may name."""
+    root = skill_dir.resolve()
+    listed: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(skill_dir):
+        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
+        for filename in filenames:
+            full = Path(dirpath) / filename
+            if full.is_symlink() and not _inside(full.resolve(), root):
+                continue  # a link out of the skill is not a file of the skill
+            listed.add(full.relative_to(skill_dir).as_posix())
+            if len(listed) >= _MAX_LISTED_FILES:
+                return frozenset(listed)
+    return frozenset(listed)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
