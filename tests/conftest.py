@@ -1,0 +1,41 @@
+"""Shared fixtures: where the public corpus is, and a way to lay out skills on disk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("LUBAN_CORPUS", REPO_ROOT.parent / "shared" / "corpus"))
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.fail(f"public skill corpus not found at {CORPUS}; set LUBAN_CORPUS to its path")
+    return CORPUS
+
+
+@pytest.fixture
+def corpus_copy(corpus_dir: Path, tmp_path: Path) -> Path:
+    """A writable copy: the corpus itself is read-only input."""
+    target = tmp_path / "corpus"
+    shutil.copytree(corpus_dir, target)
+    return target
+
+
+def write_skill(root: Path, name: str, text: str | bytes, files: dict[str, str] | None = None) -> Path:
+    skill_dir = root / name
+    skill_dir.mkdir(parents=True, exist_ok=True)
+    path = skill_dir / "SKILL.md"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    for rel, content in (files or {}).items():
+        (skill_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (skill_dir / rel).write_text(content, encoding="utf-8")
+    return path

@@ -1,0 +1,134 @@
+"""RUBRIC.md "Input": decoding, frontmatter boundaries, and what CommonMark calls a heading."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from scoring.document import MAX_BYTES, UnreadableSkill, decode, parse
+
+
+def test_bom_is_dropped_and_crlf_and_cr_become_lf():
+    assert decode("\ufeffa\r\nb\rc\n".encode("utf-8")) == "a\nb\nc\n"
+
+
+def test_crlf_file_parses_like_lf_file():
+    lf = "---\nname: x\ndescription: y\n---\n# Title\n\n## Steps\n"
+    crlf = "\ufeff" + lf.replace("\n", "\r\n")
+    a, b = parse(decode(lf.encode())), parse(decode(crlf.encode()))
+    assert a.frontmatter == b.frontmatter == {"name": "x", "description": "y"}
+    assert [(h.level, h.text, h.line) for h in a.headings] == [(h.level, h.text, h.line) for h in b.headings]
+
+
+@pytest.mark.parametrize(
+    "data, needle",
+    [
+        (b"\xff\xfe\x00bad", "not valid UTF-8 at byte 0 (line 1)"),
+        (b"ok\nok\n\xc3(", "line 3"),
+        (b"", "empty"),
+        (b"  \n\t\n", "empty"),
+        (b"\xef\xbb\xbf", "empty"),
+        (b"a" * (MAX_BYTES + 1), "over the 2 MiB limit"),
+    ],
+)
+def test_unreadable_inputs_say_why(data, needle):
+    with pytest.raises(UnreadableSkill, match=re.escape(needle)):
+        decode(data)
+
+
+def test_exactly_two_mib_is_still_readable():
+    assert len(decode(b"a" * MAX_BYTES)) == MAX_BYTES
+
+
+def test_frontmatter_only_when_first_line_is_exactly_three_dashes():
+    assert parse(" ---\nname: x\n---\nbody").frontmatter is None
+    assert parse("----\nname: x\n----\n").frontmatter_present is False
+    assert parse("\n---\nname: x\n---\n").frontmatter is None
+
+
+def test_frontmatter_closes_at_dots_line():
+    d = parse("---\nname: x\n...\n# Body\n")
+    assert d.frontmatter == {"name": "x"}
+    assert d.body == "# Body\n"
+    assert d.body_first_line == 4
+
+
+def test_closing_line_must_be_exact():
+    d = parse("---\nname: x\n--- \ndescription: y\n---\n# B\n")
+    # '--- ' (trailing space) does not close the block; inside it YAML reads a second document
+    assert d.frontmatter is None
+    assert d.frontmatter_error is not None and d.frontmatter_error.line == 3
+    assert d.body == "# B\n"
+
+
+def test_no_frontmatter_means_whole_text_is_body():
+    d = parse("# Title\ntext\n")
+    assert d.frontmatter is None and not d.frontmatter_present
+    assert d.body == "# Title\ntext\n" and d.body_first_line == 1
+
+
+def test_unterminated_frontmatter_is_invalid_and_body_is_whole_text():
+    d = parse("---\nname: x\ndescription: y\n# Heading\n")
+    assert d.frontmatter is None
+    assert d.frontmatter_error is not None and "never closed" in d.frontmatter_error.message
+    assert d.body.startswith("---\n")
+
+
+def test_yaml_error_line_points_into_the_file():
+    d = parse("---\nname: x\ndescription: [unclosed\nother: 1\n---\nbody\n")
+    assert d.frontmatter is None
+    assert d.frontmatter_error is not None
+    assert 3 <= d.frontmatter_error.line <= 5
+
+
+@pytest.mark.parametrize("yaml_text, kind", [("- a\n- b", "list"), ("just text", "str"), ("", "empty"), ("42", "int")])
+def test_non_mapping_frontmatter_is_invalid(yaml_text, kind):
+    d = parse(f"---\n{yaml_text}\n---\nbody\n")
+    assert d.frontmatter is None
+    assert d.frontmatter_error is not None and kind in d.frontmatter_error.message
+
+
+def test_safe_loader_refuses_python_tags():
+    d = parse("---\nname: !!python/object/apply:os.system ['echo hi']\n---\n")
+    assert d.frontmatter is None and d.frontmatter_error is not None
+
+
+def test_headings_inside_fenced_code_and_html_blocks_are_not_headings():
+    body = "# Real\n\n```\n# not a heading\n```\n\n~~~md\n## nor this\n~~~\n\n<div>\n# nor this\n</div>\n\n## Real two\n"
+    d = parse(body)
+    assert [h.text for h in d.headings] == ["Real", "Real two"]
+
+
+def test_indented_code_is_not_a_heading_but_setext_is():
+    d = parse("    # code\n\nSetext title\n============\n\nSub\n---\n")
+    assert [(h.level, h.text) for h in d.headings] == [(1, "Setext title"), (2, "Sub")]
+
+
+def test_heading_text_is_rendered_inline_text():
+    d = parse("# Use `git` **now** [here](x.md) <b>x</b> ![alt *y*](i.png)\n")
+    assert d.headings[0].text == "Use git now here x alt y"
+
+
+def test_heading_line_numbers_count_frontmatter():
+    d = parse("---\nname: x\n---\n\n# One\n\ntext\n\n## Two\n")
+    assert [(h.text, h.line) for h in d.headings] == [("One", 5), ("Two", 9)]
+
+
+def test_pipe_table_is_a_paragraph_in_commonmark():
+    d = parse("| a | b |\n|---|---|\n| 1 | 2 |\n")
+    assert len(d.paragraphs) == 1 and "| a | b |" in d.paragraphs[0].text
+
+
+def test_links_images_and_code_spans_are_collected_with_lines():
+    d = parse("x\n\nsee [a](references/a.md) and ![i](assets/i.png)\n\nrun `scripts/go.sh`\n")
+    assert [(l.target, l.line, l.from_code_span) for l in d.links] == [
+        ("references/a.md", 3, False),
+        ("assets/i.png", 3, False),
+        ("scripts/go.sh", 5, True),
+    ]
+
+
+def test_percent_encoded_link_targets_are_decoded():
+    d = parse("[x](<references/my file.md>)\n")
+    assert d.links[0].target == "references/my file.md"

@@ -1,0 +1,207 @@
+"""dim4, dim7 and dim9 exactly as RUBRIC.md defines them."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring.structure_rules import normalize
+from tests.scoring.helpers import score, skill_text
+
+FULL_CHAPTERS = "# T\n\n## Overview\n\n## Workflow\n\n## Rules\n"
+
+
+def dim(body: str, which: str):
+    return score(skill_text(body)).dim(which)
+
+
+# --- dim4 -------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        ("Ask, then STOP and wait.\n", 10),
+        ("⛔ before deleting\n", 10),
+        ("🛑 wait\n", 10),
+        ("```\nSTOP\n```\n", 10),  # code counts
+        ("🔴 CHECKPOINT: confirm\n", 5),
+        ("CHECKPOINT\n", 5),
+        ("🔴 confirm\n", 5),
+        ("stop here\n", 0),  # lower case is not the STOP level
+        ("checkpoint\n", 0),
+        ("STOPPED early\n", 0),  # \bSTOP\b
+        ("NONSTOP\n", 0),
+        ("Plain text.\n", 0),
+        ("CHECKPOINT then STOP\n", 10),
+    ],
+)
+def test_dim4_levels(body, expected):
+    assert dim(body, "dim4").score == expected
+
+
+def test_dim4_ignores_frontmatter():
+    text = '---\nname: demo-skill\ndescription: "STOP 🛑 CHECKPOINT"\n---\nbody\n'
+    assert score(text).dim("dim4").score == 0
+
+
+def test_dim4_reason_names_the_line():
+    d = dim("a\n\nb 🛑\n", "dim4")
+    assert "line 7" in d.reasons[0]  # 4 frontmatter lines + body line 3
+
+
+# --- dim7 -------------------------------------------------------------------
+
+def test_dim7_full_marks():
+    assert dim(FULL_CHAPTERS, "dim7").score == 10
+
+
+@pytest.mark.parametrize(
+    "body, jumps",
+    [
+        ("# A\n### B\n", 1),
+        ("## A\n#### B\n", 1),
+        ("### First is never a jump\n", 0),
+        ("# A\n## B\n### C\n# D\n### E\n", 1),
+        ("# A\n### B\n##### C\n", 2),
+        ("# A\n## B\n# C\n## D\n", 0),
+    ],
+)
+def test_dim7_heading_jumps(body, jumps):
+    d = dim(FULL_CHAPTERS + body, "dim7")
+    assert d.score == 10 - 2 * jumps
+    assert dict(d.details)["jumps"] == jumps
+
+
+def test_dim7_jump_inside_code_is_not_counted():
+    assert dim(FULL_CHAPTERS + "```\n##### no\n```\n", "dim7").score == 10
+
+
+@pytest.mark.parametrize(
+    "headings, groups",
+    [
+        (["设计哲学", "执行流程", "约束规则", "评估 Rubric"], 4),
+        (["Philosophy", "Usage", "Best Practices"], 3),
+        (["About", "How to use"], 2),
+        (["Principles"], 1),
+        (["Intro", "Notes"], 0),
+        (["OVERVIEW", "STEPS", "LIMITATIONS", "SUCCESS CRITERIA"], 4),
+        (["概述", "用法", "注意事项", "检查清单"], 4),
+        (["Quality checklist"], 1),  # two words of one group count once
+    ],
+)
+def test_dim7_required_chapter_groups(headings, groups):
+    body = "# T\n" + "".join(f"## {h}\n" for h in headings)
+    d = dim(body, "dim7")
+    assert len(dict(d.details)["groups"]) == groups
+    assert d.score == max(0, 10 - 3 * max(0, 3 - groups))
+
+
+def test_one_heading_can_count_for_two_groups():
+    d = dim("# Workflow and rules\n## Overview\n", "dim7")
+    assert sorted(dict(d.details)["groups"]) == ["constraints", "philosophy", "workflow"]
+    assert d.score == 10
+
+
+def test_dim7_duplicate_sibling_headings():
+    body = FULL_CHAPTERS + "### Example\n### 2. Example!\n## Other\n### Example\n"
+    d = dim(body, "dim7")
+    # '### Example' twice under '## Rules' (numbering and punctuation normalised away) = 1;
+    # the third is under a different parent, so not a sibling.
+    assert dict(d.details)["duplicates"] == 1
+    assert d.score == 8
+
+
+def test_dim7_same_text_at_other_level_is_not_a_duplicate():
+    assert dim(FULL_CHAPTERS + "### Rules\n", "dim7").score == 10
+
+
+def test_dim7_each_extra_occurrence_counts():
+    d = dim(FULL_CHAPTERS + "## Rules\n## rules\n", "dim7")
+    assert dict(d.details)["duplicates"] == 2
+
+
+def test_dim7_top_level_siblings_share_the_root():
+    assert dict(dim("# A\n# A\n" + FULL_CHAPTERS, "dim7").details)["duplicates"] == 1
+
+
+def test_dim7_empty_normalized_heading_is_never_duplicate():
+    assert dim(FULL_CHAPTERS + "## 🚀\n## 🚀\n## 1.\n## 2.\n", "dim7").score == 10
+
+
+def test_dim7_duplicate_paragraphs_need_40_normalized_chars():
+    long = "Always run the formatter before committing any change at all."
+    short = "Run the formatter first."
+    body = FULL_CHAPTERS + f"{long}\n\n{short}\n\n{short}\n\n- {long.upper()}\n"
+    d = dim(body, "dim7")
+    assert dict(d.details)["duplicates"] == 1
+    assert any("repeats" in r for r in d.reasons)
+
+
+def test_dim7_paragraph_of_39_normalized_chars_is_not_a_duplicate():
+    just_short = "a" * 39 + " !!!"
+    just_long = "b" * 40
+    d = dim(FULL_CHAPTERS + f"{just_short}\n\n{just_short}\n\n{just_long}\n\n{just_long}\n", "dim7")
+    assert dict(d.details)["duplicates"] == 1
+
+
+def test_dim7_chinese_duplicate_paragraph():
+    para = "每条工作项都要写结果而不是写过程例如完成支付接口压测把九十九分位延迟从八百毫秒降到三百毫秒"
+    assert len(normalize(para)) >= 40
+    d = dim(FULL_CHAPTERS + f"{para}\n\n1. {para}\n", "dim7")
+    assert dict(d.details)["duplicates"] == 1
+
+
+def test_dim7_clamps_at_zero():
+    body = "# A\n### B\n##### C\n# A\n### B\n##### C\n"
+    assert dim(body, "dim7").score == 0
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1. Install", "install"),
+        ("1.2.3) Install", "install"),
+        ("2、安装", "安装"),
+        ("三、安装", "安装"),
+        ("Step 3: Install", "install"),
+        ("STEP 3.1 - Install", "install"),
+        ("phase 2) Deploy", "deploy"),
+        ("第二步：安装", "安装"),
+        ("第3章 安装", "安装"),
+        ("🚀 Ship it!", "shipit"),
+        ("Use `git` — carefully", "usegitcarefully"),
+        ("1999 was a year", "wasayear"),  # leading digits are numbering by the regex
+    ],
+)
+def test_normalize(text, expected):
+    assert normalize(text) == expected
+
+
+# --- dim9 -------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "lines, expected",
+    [
+        ([], 0),
+        (["Do not push to main."], 3),
+        (["Do not push.", "Never force."], 7),
+        (["Do not push.", "Never force.", "Avoid rebases."], 10),
+        (["Do not push.", "Do not push.", "  Do not push.  "], 3),  # identical after strip: once
+        (["DON'T push", "don’t pull", "MUST NOT merge"], 10),
+        (["不要直接推送", "禁止强推", "反例：跳过测试"], 10),
+        (["不允许", "不得", "切勿", "严禁"], 10),
+        (["anti-pattern: god objects", "forbidden words"], 7),
+        (["nevertheless fine", "avoidance is fine", "donut"], 0),
+        (["```", "never in code either", "```"], 3),
+    ],
+)
+def test_dim9_counts_distinct_lines(lines, expected):
+    assert dim("\n".join(lines) + "\n", "dim9").score == expected
+
+
+def test_dim9_ignores_frontmatter():
+    text = '---\nname: demo-skill\ndescription: "Never. Do not. Avoid."\n---\nbody\n'
+    assert score(text).dim("dim9").score == 0
+
+
+def test_dim9_one_line_with_several_keywords_counts_once():
+    assert dim("Do not, never, avoid.\n", "dim9").score == 3

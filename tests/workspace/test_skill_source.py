@@ -1,0 +1,69 @@
+"""Reading skills from disk: bounded, regular files only, never through a link out of the skill."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.conftest import write_skill
+from workspace.skill_source import discover, list_files, read_skill
+
+
+def test_reads_bytes_and_lists_files_relative_to_the_skill(tmp_path: Path):
+    path = write_skill(tmp_path, "s", "---\nname: s\n---\n", {"references/a.md": "a", "assets/x/y.txt": "y"})
+    source = read_skill(path)
+    assert source.error is None and source.name == "s"
+    assert source.data == b"---\nname: s\n---\n"
+    assert source.files == {"SKILL.md", "references/a.md", "assets/x/y.txt"}
+
+
+def test_skill_file_symlinked_out_of_the_skill_is_refused(tmp_path: Path):
+    secret = tmp_path / "outside.md"
+    secret.write_text("---\nname: secret\n---\n")
+    (tmp_path / "skills" / "evil").mkdir(parents=True)
+    (tmp_path / "skills" / "evil" / "SKILL.md").symlink_to(secret)
+    source = read_skill(tmp_path / "skills" / "evil" / "SKILL.md")
+    assert source.data is None
+    assert "symlink to outside its skill directory" in (source.error or "")
+
+
+def test_symlinked_reference_out_of_the_skill_is_not_a_file_of_it(tmp_path: Path):
+    path = write_skill(tmp_path, "s", "x", {"references/inside.md": "i"})
+    (path.parent / "references" / "passwd").symlink_to("/etc/passwd")
+    (path.parent / "references" / "alias.md").symlink_to(path.parent / "references" / "inside.md")
+    assert list_files(path.parent) == {"SKILL.md", "references/inside.md", "references/alias.md"}
+
+
+def test_fifo_is_not_opened(tmp_path: Path):
+    (tmp_path / "s").mkdir()
+    os.mkfifo(tmp_path / "s" / "SKILL.md")
+    source = read_skill(tmp_path / "s" / "SKILL.md")  # would block forever if opened
+    assert "not a regular file" in (source.error or "")
+
+
+def test_directory_named_skill_md_is_not_a_skill(tmp_path: Path):
+    (tmp_path / "s" / "SKILL.md").mkdir(parents=True)
+    assert "not a regular file" in (read_skill(tmp_path / "s" / "SKILL.md").error or "")
+
+
+def test_oversized_file_is_refused_before_reading(tmp_path: Path):
+    path = write_skill(tmp_path, "big", b"")
+    with open(path, "wb") as handle:
+        handle.truncate(50 * 1024 * 1024)  # sparse: costs no disk
+    source = read_skill(path)
+    assert source.data is None and "over the 2 MiB limit" in (source.error or "")
+
+
+def test_discovery_skips_git_venv_and_hidden_directories(tmp_path: Path):
+    write_skill(tmp_path, "a", "x")
+    write_skill(tmp_path / "nested", "b", "x")
+    write_skill(tmp_path / ".git", "c", "x")
+    write_skill(tmp_path / ".venv", "d", "x")
+    write_skill(tmp_path / "node_modules", "e", "x")
+    found = discover([str(tmp_path)])
+    assert sorted(p.parent.name for p in found) == ["a", "b"]  # type: ignore[union-attr]
+
+
+def test_discovery_reports_missing_paths_as_error_sources(tmp_path: Path):
+    (found,) = discover([str(tmp_path / "nope")])
+    assert getattr(found, "error", None) and "no such file or directory" in found.error  # type: ignore[union-attr]
