@@ -1,0 +1,170 @@
+"""The git ratchet on real repositories: branches, pre-edit/keep/rollback/restore, and refusals."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.conftest import write_skill
+from workspace.git_ratchet import DirtySkillError, GitRatchet, GitStateError, init_repository
+from workspace.layout import Workspace
+
+NOW = datetime(2026, 12, 2, 15, 4)
+
+
+def make_repo(tmp_path: Path, skills=("alpha", "beta")) -> tuple[git.Repo, Workspace]:
+    root = tmp_path / "repo"
+    for name in skills:
+        write_skill(root / "skills", name, f"# {name}\n\noriginal\n", {"references/r.md": "r\n"})
+    (root / "notes.txt").write_text("unrelated\n")
+    repo = git.Repo.init(root, initial_branch="main")
+    repo.git.add(A=True)
+    repo.index.commit("initial")
+    return repo, Workspace.open(root / "skills", "full")
+
+
+def test_start_creates_a_dated_branch_and_remembers_the_original(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    original = repo.head.commit.hexsha
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    assert ratchet.branch == "auto-optimize/20261202-1504"
+    assert repo.active_branch.name == "auto-optimize/20261202-1504"
+    assert ratchet.original == original
+
+
+def test_branch_clashes_get_suffixes_then_stop(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    names = []
+    for _ in range(3):
+        repo.git.checkout("main")
+        names.append(GitRatchet.start(ws, ["alpha"], NOW).branch)
+    assert names == ["auto-optimize/20261202-1504", "auto-optimize/20261202-1504-2", "auto-optimize/20261202-1504-3"]
+    repo.git.checkout("main")
+    with pytest.raises(GitStateError, match="all exist"):
+        GitRatchet.start(ws, ["alpha"], NOW)
+    assert repo.active_branch.name == "main"
+
+
+def test_pre_edit_keep_rollback_and_restore(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    skill = ws.skill_file("alpha")
+
+    first = ratchet.pre_edit("alpha")
+    assert repo.head.commit.message.strip() == "pre-edit: alpha"
+    skill.write_text("# alpha\n\nimproved\n")
+    kept = ratchet.keep("alpha", 2.5, "dim4")
+    assert kept != first and repo.head.commit.message.strip() == "optimize: alpha +2.5 [dim4]"
+    assert list(repo.head.commit.stats.files) == ["skills/alpha/SKILL.md"]
+
+    ratchet.pre_edit("alpha")
+    skill.write_text("# alpha\n\nworse\n")
+    restored = ratchet.rollback("alpha")
+    assert restored == repo.head.commit.hexsha
+    assert skill.read_text() == "# alpha\n\nimproved\n"
+    assert repo.git.status("--porcelain") == ""
+
+    ratchet.restore_original("alpha")
+    assert skill.read_text() == "# alpha\n\noriginal\n"
+    assert repo.head.commit.message.strip() == "restore-original: alpha"
+
+
+def test_rollback_touches_only_that_one_file(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    ratchet.pre_edit("alpha")
+    ws.skill_file("alpha").write_text("bad edit\n")
+    # the user edits other things meanwhile: another skill, a reference, a staged file
+    ws.skill_file("beta").write_text("user's own beta change\n")
+    (ws.skills_dir / "alpha" / "references" / "r.md").write_text("user's reference change\n")
+    (Path(repo.working_tree_dir) / "notes.txt").write_text("staged by the user\n")
+    repo.git.add("notes.txt")
+    ratchet.rollback("alpha")
+    assert ws.skill_file("alpha").read_text() == "# alpha\n\noriginal\n"
+    assert ws.skill_file("beta").read_text() == "user's own beta change\n"
+    assert (ws.skills_dir / "alpha" / "references" / "r.md").read_text() == "user's reference change\n"
+    status = sorted(repo.git.status("--porcelain").splitlines())
+    assert status == [" M skills/alpha/references/r.md", " M skills/beta/SKILL.md", "M  notes.txt"]
+
+
+def test_commits_never_include_the_users_staged_files(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    (Path(repo.working_tree_dir) / "notes.txt").write_text("staged\n")
+    repo.git.add("notes.txt")
+    ws.skill_file("alpha").write_text("edited\n")
+    ratchet.keep("alpha", 1.0, "dim7")
+    assert list(repo.head.commit.stats.files) == ["skills/alpha/SKILL.md"]
+    assert repo.git.status("--porcelain") == "M  notes.txt"
+
+
+def test_dirty_skill_stops_the_run_with_the_files(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ws.skill_file("alpha").write_text("uncommitted\n")
+    (ws.skills_dir / "alpha" / "new.md").write_text("untracked\n")
+    with pytest.raises(DirtySkillError) as caught:
+        GitRatchet.start(ws, ["alpha"], NOW)
+    assert caught.value.files == ["skills/alpha/SKILL.md", "skills/alpha/new.md"]
+    assert "git stash" in str(caught.value)
+    assert repo.active_branch.name == "main"
+
+
+def test_temp_files_of_a_killed_run_do_not_count_as_dirty(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    (ws.skills_dir / "alpha" / ".SKILL.md.x1y2.luban.tmp").write_text("half-written\n")
+    GitRatchet.start(ws, ["alpha"], NOW)
+    assert repo.git.status("--porcelain") == ""
+
+
+def test_unrelated_dirty_files_are_left_alone(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ws.skill_file("beta").write_text("user's beta work\n")
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    ratchet.pre_edit("alpha")
+    ratchet.keep("alpha", 1.0, "dim1")
+    assert ws.skill_file("beta").read_text() == "user's beta work\n"
+    assert repo.git.status("--porcelain") == " M skills/beta/SKILL.md"
+    assert all("beta" not in str(c.stats.files) for c in repo.iter_commits(f"main..{ratchet.branch}"))
+
+
+def test_not_a_repository_offers_init_git_or_quick(tmp_path: Path):
+    write_skill(tmp_path / "skills", "alpha", "x\n")
+    ws = Workspace.open(tmp_path / "skills", "full")
+    with pytest.raises(GitStateError) as caught:
+        GitRatchet.start(ws, ["alpha"], NOW)
+    assert "--init-git" in str(caught.value) and "--mode quick" in str(caught.value)
+
+
+def test_init_git_commits_the_current_state(tmp_path: Path, monkeypatch):
+    write_skill(tmp_path / "skills", "alpha", "x\n")
+    # no identity anywhere (as in CI): Luban commits under its own name
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    head = init_repository(tmp_path / "skills")
+    repo = git.Repo(tmp_path / "skills")
+    assert repo.head.commit.hexsha == head
+    assert repo.head.commit.author.name == "Luban"
+    assert repo.git.status("--porcelain") == ""
+    ratchet = GitRatchet.start(Workspace.open(tmp_path / "skills", "full"), ["alpha"], NOW)
+    assert ratchet.pre_edit("alpha")
+
+
+def test_detached_head_and_merge_in_progress_are_refused(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    repo.git.checkout(repo.head.commit.hexsha)
+    with pytest.raises(GitStateError, match="detached"):
+        GitRatchet.start(ws, ["alpha"], NOW)
+    repo.git.checkout("main")
+    (Path(repo.git_dir) / "MERGE_HEAD").write_text(repo.head.commit.hexsha + "\n")
+    with pytest.raises(GitStateError, match="merge is in progress"):
+        GitRatchet.start(ws, ["alpha"], NOW)
+
+
+def test_committed_text_reads_from_git(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    ws.skill_file("alpha").write_text("new\n")
+    assert ratchet.committed_text("alpha") == b"# alpha\n\noriginal\n"

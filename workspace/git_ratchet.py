@@ -1,0 +1,173 @@
+"""The git side of the ratchet (full mode): every change keepable or reversible at any instant.
+
+Each operation touches exactly one path, ``<skill>/SKILL.md``: commits are made
+with ``git commit --only -- <path>`` so files the user staged for other reasons
+stay staged and uncommitted, and a rollback is ``git checkout <rev> -- <path>``,
+never ``reset --hard``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import git
+
+from workspace.atomic import remove_stale_temps
+from workspace.layout import Workspace
+
+BRANCH_PREFIX = "auto-optimize/"
+_FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "Luban", "GIT_AUTHOR_EMAIL": "luban@localhost"}
+
+
+class GitStateError(RuntimeError):
+    """The skills repository is not in a state a run can safely start from; the message says the fix."""
+
+
+class DirtySkillError(GitStateError):
+    def __init__(self, skill: str, files: list[str]):
+        self.skill, self.files = skill, files
+        listing = "\n".join(f"  {f}" for f in files)
+        super().__init__(
+            f"skill '{skill}' has uncommitted changes; commit or stash them first "
+            f"(git stash push -- {skill}):\n{listing}"
+        )
+
+
+def not_a_repository_message(skills_dir: Path) -> str:
+    return (
+        f"{skills_dir} is not inside a git work tree, and full mode keeps every edit in git.\n"
+        "  Either: luban optimize --init-git …   (initialise a repository and commit the current state)\n"
+        "  Or:     luban optimize --mode quick … (file backups, no git)"
+    )
+
+
+def init_repository(skills_dir: Path) -> str:
+    """``--init-git``: make the skills directory a repository holding its current state."""
+    repo = git.Repo.init(skills_dir)
+    repo.git.add("--all", "--", ".")
+    with repo.git.custom_environment(**_identity_env(repo)):
+        repo.git.commit("--allow-empty", "-m", "luban: initial state of the skills")
+    return repo.head.commit.hexsha
+
+
+def _identity_env(repo: git.Repo) -> dict[str, str]:
+    """Commit as the user when git knows who they are; otherwise as Luban (CI has no identity)."""
+    env: dict[str, str] = {}
+    if not (os.environ.get("GIT_AUTHOR_NAME") or _git_knows(repo, "user.name")):
+        env.update(GIT_AUTHOR_NAME=_FALLBACK_IDENTITY["GIT_AUTHOR_NAME"], GIT_COMMITTER_NAME="Luban")
+    if not (os.environ.get("GIT_AUTHOR_EMAIL") or _git_knows(repo, "user.email")):
+        env.update(GIT_AUTHOR_EMAIL=_FALLBACK_IDENTITY["GIT_AUTHOR_EMAIL"], GIT_COMMITTER_EMAIL="luban@localhost")
+    return env
+
+
+def _git_knows(repo: git.Repo, key: str) -> bool:
+    """Ask git itself (it honours GIT_CONFIG_GLOBAL and includes, which a file reader would miss)."""
+    try:
+        return bool(repo.git.config("--get", key).strip())
+    except git.GitCommandError:
+        return False
+
+
+@dataclass
+class GitRatchet:
+    workspace: Workspace
+    repo: git.Repo
+    branch: str
+    original: str  # the commit the run started from
+    skills: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, workspace: Workspace, skills: list[str], now: datetime) -> GitRatchet:
+        """Check the repository, refuse dirty skills, and switch to a new run branch."""
+        repo = open_repository(workspace.skills_dir)
+        check_state(repo)
+        for skill in skills:  # a killed run's half-written temp files are not the user's changes
+            remove_stale_temps(workspace.skill_file(skill).parent)
+        for skill in skills:
+            files = dirty_files(repo, workspace.skill_file(skill).parent)
+            if files:
+                raise DirtySkillError(skill, files)
+        branch = _free_branch_name(repo, now)
+        original = repo.head.commit.hexsha
+        repo.git.checkout("-b", branch)  # keeps unrelated dirty files as they are
+        return cls(workspace, repo, branch, original, list(skills))
+
+    def _path(self, skill: str) -> str:
+        return os.path.relpath(self.workspace.skill_file(skill), self.repo.working_tree_dir)
+
+    def _commit_only(self, skill: str, message: str) -> str:
+        path = self._path(skill)
+        self.repo.git.add("--", path)
+        with self.repo.git.custom_environment(**_identity_env(self.repo)):
+            self.repo.git.commit("--allow-empty", "--no-verify", "-m", message, "--only", "--", path)
+        return self.repo.head.commit.hexsha
+
+    def pre_edit(self, skill: str) -> str:
+        """Commit the current SKILL.md so the edit that follows can always be undone."""
+        return self._commit_only(skill, f"pre-edit: {skill}")
+
+    def keep(self, skill: str, delta: float, dim: str) -> str:
+        return self._commit_only(skill, f"optimize: {skill} +{delta:.1f} [{dim}]")
+
+    def rollback(self, skill: str) -> str:
+        """Put back the last committed (kept) version of this one file; commits nothing."""
+        head = self.repo.head.commit.hexsha
+        self.repo.git.checkout(head, "--", self._path(skill))
+        return head
+
+    def restore_original(self, skill: str) -> str:
+        """Return the skill to its state before the run, recorded as a commit on the run branch."""
+        self.repo.git.checkout(self.original, "--", self._path(skill))
+        return self._commit_only(skill, f"restore-original: {skill}")
+
+    def committed_text(self, skill: str, rev: str = "HEAD") -> bytes:
+        blob = self.repo.commit(rev).tree / self._path(skill).replace(os.sep, "/")
+        return blob.data_stream.read()
+
+
+def open_repository(skills_dir: Path) -> git.Repo:
+    try:
+        repo = git.Repo(skills_dir, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitStateError(not_a_repository_message(skills_dir)) from None
+    if repo.bare or repo.working_tree_dir is None:
+        raise GitStateError(not_a_repository_message(skills_dir))
+    return repo
+
+
+def check_state(repo: git.Repo) -> None:
+    """Refuse states in which a branch and path checkouts would surprise the user."""
+    git_dir = Path(repo.git_dir)
+    for marker, what in (("MERGE_HEAD", "a merge"), ("REBASE_HEAD", "a rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
+                         ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase")):
+        if (git_dir / marker).exists():
+            raise GitStateError(f"{repo.working_tree_dir}: {what} is in progress; finish or abort it first")
+    if repo.head.is_detached:
+        raise GitStateError(
+            f"{repo.working_tree_dir}: HEAD is detached at {repo.head.commit.hexsha[:12]}; "
+            "check out a branch first (git switch <branch>)"
+        )
+    if not repo.head.is_valid():
+        raise GitStateError(f"{repo.working_tree_dir}: the repository has no commits yet; commit the skills first, or use --init-git")
+
+
+def dirty_files(repo: git.Repo, directory: Path) -> list[str]:
+    """Modified, staged or untracked files under ``directory``, as git lists them."""
+    rel = os.path.relpath(directory, repo.working_tree_dir)
+    out = repo.git.status("--porcelain", "--untracked-files=all", "--", rel)
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
+def _free_branch_name(repo: git.Repo, now: datetime) -> str:
+    base = BRANCH_PREFIX + now.strftime("%Y%m%d-%H%M")
+    existing = {h.name for h in repo.heads}
+    for candidate in (base, f"{base}-2", f"{base}-3"):
+        if candidate not in existing:
+            return candidate
+    raise GitStateError(
+        f"branches {base}, {base}-2 and {base}-3 all exist; wait a minute or delete old run branches "
+        f"(git branch -D {base})"
+    )

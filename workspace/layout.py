@@ -1,0 +1,117 @@
+"""Where Luban keeps its state, kept apart by mode so quick and full runs never mix.
+
+    <skills>/<name>/SKILL.md                    the only files Luban edits
+    <workspace>/<mode>/<skill>/results.tsv      per-skill records of one mode
+    <workspace>/<mode>/<skill>/test-prompts.json
+    <workspace>/<mode>/<skill>/rejected_edits.md
+    <workspace>/<mode>/backups/YYYYMMDD-HHMM/   snapshots (quick) and per-round copies
+    <workspace>/<mode>/backups-archive/<skill>/ rotated-out backups
+    <workspace>/meta_learnings.md               global
+    <workspace>/luban-profile.json              global
+
+The workspace defaults to ``<skills>/../luban-workspace``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+Mode = Literal["quick", "full"]
+MODES: tuple[Mode, ...] = ("quick", "full")
+_SKILL_NAME = re.compile(r"^[^/\\\0]+$")
+
+
+class CrossModeError(ValueError):
+    """A run asked for the other mode's records (the design's cross-mode isolation)."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    skills_dir: Path
+    root: Path
+    mode: Mode
+
+    @classmethod
+    def open(cls, skills_dir: Path, mode: Mode, root: Path | None = None) -> Workspace:
+        if mode not in MODES:
+            raise ValueError(f"mode must be 'quick' or 'full', not {mode!r}")
+        skills = skills_dir.resolve()
+        return cls(skills, (root or skills.parent / "luban-workspace").resolve(), mode)
+
+    def _check_mode(self, mode: Mode | None) -> Mode:
+        if mode is not None and mode != self.mode:
+            raise CrossModeError(
+                f"this is a {self.mode}-mode run and was asked for {mode}-mode records; quick and full "
+                f"data are kept apart on purpose. Run with --mode {mode} to work with those records."
+            )
+        return self.mode
+
+    @property
+    def mode_dir(self) -> Path:
+        return self.root / self.mode
+
+    def skill_file(self, skill: str) -> Path:
+        return self.skills_dir / _checked(skill) / "SKILL.md"
+
+    def skill_state(self, skill: str, mode: Mode | None = None) -> Path:
+        return self.root / self._check_mode(mode) / _checked(skill)
+
+    def results_tsv(self, skill: str, mode: Mode | None = None) -> Path:
+        return self.skill_state(skill, mode) / "results.tsv"
+
+    def test_prompts(self, skill: str, mode: Mode | None = None) -> Path:
+        return self.skill_state(skill, mode) / "test-prompts.json"
+
+    def rejected_edits(self, skill: str, mode: Mode | None = None) -> Path:
+        return self.skill_state(skill, mode) / "rejected_edits.md"
+
+    def backups(self, mode: Mode | None = None) -> Path:
+        return self.root / self._check_mode(mode) / "backups"
+
+    def backups_archive(self, skill: str, mode: Mode | None = None) -> Path:
+        return self.root / self._check_mode(mode) / "backups-archive" / _checked(skill)
+
+    @property
+    def meta_learnings(self) -> Path:
+        return self.root / "meta_learnings.md"
+
+    @property
+    def profile(self) -> Path:
+        return self.root / "luban-profile.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / "luban.lock"
+
+    def skill_names(self) -> list[str]:
+        """Every skill directory under the skills directory that holds a SKILL.md."""
+        if not self.skills_dir.is_dir():
+            return []
+        return sorted(p.parent.name for p in self.skills_dir.glob("*/SKILL.md"))
+
+
+def _checked(skill: str) -> str:
+    if not _SKILL_NAME.match(skill) or skill in (".", ".."):
+        raise ValueError(f"{skill!r} is not a skill directory name")
+    return skill
+
+
+def new_stamped_dir(parent: Path, now: datetime, attempts: int = 3) -> Path:
+    """Create ``parent/YYYYMMDD-HHMM`` (then ``-2``, ``-3``); after the third clash, say so."""
+    stamp = now.strftime("%Y%m%d-%H%M")
+    parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, attempts + 1):
+        candidate = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(
+        f"{parent}/{stamp}, -2 and -3 all exist already; wait a minute and start again, "
+        "or remove old backups you no longer need"
+    )

@@ -1,0 +1,105 @@
+"""One run per workspace at a time.
+
+The lock is an ``flock`` on ``<workspace>/luban.lock``, held for the run's
+life: the kernel drops it when the process dies, even by SIGKILL, so a crashed
+run never leaves a lock that blocks forever. The file's content (pid, host,
+start time) says who holds it; when it names a process that is gone, the next
+run takes over and says so.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+class WorkspaceLocked(RuntimeError):
+    """Another run holds the workspace."""
+
+
+@dataclass
+class WorkspaceLock:
+    path: Path
+    handle: object | None = None
+    took_over_from: dict | None = None
+
+    def acquire(self) -> WorkspaceLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read(self.path)
+            handle.close()
+            raise WorkspaceLocked(
+                f"{self.path.parent} is in use by another Luban run ({_describe(holder)}); "
+                "wait for it to finish, or use another --workspace"
+            ) from None
+        previous = _read(self.path)
+        if previous:
+            self.took_over_from = previous  # its process is gone: the kernel released its flock
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(timezone.utc).isoformat(),
+        }))
+        handle.flush()
+        os.fsync(handle.fileno())
+        self.handle = handle
+        return self
+
+    def warning(self) -> str | None:
+        if not self.took_over_from:
+            return None
+        return f"took over the workspace lock left by a run that is gone ({_describe(self.took_over_from)})"
+
+    def release(self) -> None:
+        if self.handle is None:
+            return
+        handle, self.handle = self.handle, None
+        handle.seek(0)  # type: ignore[attr-defined]
+        handle.truncate()  # type: ignore[attr-defined]
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)  # type: ignore[attr-defined]
+        handle.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> WorkspaceLock:
+        return self if self.handle is not None else self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def acquire_with_timeout(path: Path, timeout: float, poll: float = 0.05) -> WorkspaceLock:
+    """For short critical sections (profile and meta-learning writes): wait up to ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return WorkspaceLock(path).acquire()
+        except WorkspaceLocked:
+            if time.monotonic() >= deadline:
+                raise WorkspaceLocked(f"{path} stayed locked for {timeout:.1f} s; another Luban process is writing it") from None
+            time.sleep(poll)
+
+
+def _read(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+        return json.loads(text) if text else {}
+    except (OSError, ValueError):
+        return {"unreadable": True}
+
+
+def _describe(holder: dict) -> str:
+    if not holder:
+        return "holder unknown"
+    if holder.get("unreadable"):
+        return "lock file unreadable"
+    return f"pid {holder.get('pid')} on {holder.get('host')}, started {holder.get('started')}"

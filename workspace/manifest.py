@@ -1,0 +1,117 @@
+"""``version_manifest.json`` (full mode, one per run) and per-round backups with rotation.
+
+The manifest is the audit trail of a run: every file Luban touched with its
+SHA-256 before and after, when, and by whom, plus what was pruned. It is
+rewritten atomically after every change, so a crash loses at most the entry
+being added.
+
+Backups: ``<run backup dir>/<skill>/baseline.md`` and ``roundN-modified.md``.
+Rotation keeps, per skill in a run, the baseline, round 1 and the latest five
+rounds; older rounds move to ``<workspace>/<mode>/backups-archive/<skill>/<run>/``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import os
+import re
+import shutil
+import socket
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from workspace.atomic import atomic_write
+from workspace.layout import Workspace
+
+KEEP_LATEST_ROUNDS = 5
+_ROUND_FILE = re.compile(r"^round(\d+)-modified\.md$")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def operator() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = os.environ.get("USER", "unknown")
+    return f"{user}@{socket.gethostname()}"
+
+
+class TouchedFile(BaseModel):
+    path: str
+    sha256_before: str | None
+    sha256_after: str | None
+    at: str
+    action: str
+
+
+class RunManifest(BaseModel):
+    run_id: str
+    mode: str
+    started: str
+    operator: str
+    branch: str | None = None
+    files: list[TouchedFile] = Field(default_factory=list)
+    pruned_backups: list[str] = Field(default_factory=list)
+    pruned_rejected_edits: list[str] = Field(default_factory=list)
+
+
+class ManifestWriter:
+    def __init__(self, path: Path, manifest: RunManifest):
+        self.path, self.manifest = path, manifest
+        self._save()
+
+    @classmethod
+    def create(cls, run_dir: Path, mode: str, branch: str | None = None) -> ManifestWriter:
+        manifest = RunManifest(run_id=run_dir.name, mode=mode, started=datetime.now(timezone.utc).isoformat(),
+                               operator=operator(), branch=branch)
+        return cls(run_dir / "version_manifest.json", manifest)
+
+    def touched(self, path: Path, before: bytes | None, after: bytes | None, action: str) -> None:
+        self.manifest.files.append(TouchedFile(
+            path=str(path), sha256_before=sha256(before) if before is not None else None,
+            sha256_after=sha256(after) if after is not None else None,
+            at=datetime.now(timezone.utc).isoformat(), action=action,
+        ))
+        self._save()
+
+    def pruned(self, backups: Sequence[str] = (), rejected: Sequence[str] = ()) -> None:
+        self.manifest.pruned_backups += list(backups)
+        self.manifest.pruned_rejected_edits += list(rejected)
+        self._save()
+
+    def _save(self) -> None:
+        atomic_write(self.path, self.manifest.model_dump_json(indent=2) + "\n")
+
+
+def save_round_backup(run_dir: Path, skill: str, round_number: int, data: bytes) -> Path:
+    name = "baseline.md" if round_number == 0 else f"round{round_number}-modified.md"
+    target = run_dir / skill / name
+    atomic_write(target, data)
+    return target
+
+
+def rotate_backups(workspace: Workspace, run_dir: Path, skill: str) -> list[str]:
+    """Keep baseline, round 1 and the latest five rounds; move the rest to the archive."""
+    folder = run_dir / skill
+    if not folder.is_dir():
+        return []
+    rounds = sorted(
+        (int(m.group(1)), p) for p in folder.iterdir() if (m := _ROUND_FILE.match(p.name))
+    )
+    keep = {1} | {n for n, _ in rounds[-KEEP_LATEST_ROUNDS:]}
+    archive = workspace.backups_archive(skill) / run_dir.name
+    moved = []
+    for number, path in rounds:
+        if number in keep:
+            continue
+        archive.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(path), archive / path.name)
+        moved.append(str(archive / path.name))
+    return moved
