@@ -44,6 +44,7 @@ class Heading:
 class Paragraph:
     text: str
     line: int
+    end_line: int  # last line of the paragraph, inclusive
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,8 @@ def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Parag
         if opener.type == "heading_open":
             headings.append(Heading(int(opener.tag[1]), render_inline(tok.children or []), first))
         elif opener.type == "paragraph_open":
-            paragraphs.append(Paragraph(render_inline(tok.children or []), first))
+            last = (tok.map[1] if tok.map else 1) + line_offset
+            paragraphs.append(Paragraph(render_inline(tok.children or []), first, last))
         span = body_lines[tok.map[0] : tok.map[1]] if tok.map else []
         links.extend(_targets(tok.children or [], span, first))
     return tuple(headings), tuple(paragraphs), tuple(links)

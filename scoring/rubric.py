@@ -44,6 +44,8 @@ def score_document(
     mode: Mode = "quick",
     llm_dims: Mapping[str, DimensionScore] | None = None,
     review_findings: tuple[int, int] | None = None,
+    dim10: DimensionScore | None = None,
+    warnings: tuple[str, ...] = (),
 ) -> SkillScore:
     llm_dims = dict(llm_dims or {})
     unknown = set(llm_dims) - set(LLM_DIMS)
@@ -55,12 +57,12 @@ def score_document(
         score_dim4(doc),
         score_dim7(doc),
         score_dim9(doc),
-        review_dim10(mode, review_findings),
+        dim10 if dim10 is not None else review_dim10(mode, review_findings),
     ]
     dims += [llm_dims.get(d) or unscored(d, "LLM-judged dimension; no judge ran") for d in LLM_DIMS]
     violations = merge_markers(doc.text) + frontmatter_violations(doc) + reference_violations(refs)
     violations.sort(key=lambda v: (v.line or 0, v.kind))
-    return SkillScore(skill_name, tuple(dims), tuple(violations), tuple(refs))
+    return SkillScore(skill_name, tuple(dims), tuple(violations), tuple(refs), warnings)
 
 
 def score_skill(

@@ -1,0 +1,176 @@
+"""The judges' one interface for the flows: evaluate, design prompts, propose an edit, measure held-out.
+
+``make_backend(settings, cache_dir)`` returns the online backend (the openai
+client, any OpenAI-compatible server) or, with no key and no base URL, the
+offline one, whose every score says it is a heuristic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Protocol
+
+from judges.llm import LLMClient, Usage
+from judges.offline import heuristic_dim8, heuristic_structure
+from judges.offline_strategies import runtime_bound
+from judges.performance import Measurement, held_out_score, measure_dry_run, measure_full
+from judges.prompt_design import design_prompts, offline_prompts
+from judges.review import Review, needs_review, run_review
+from judges.settings import Settings
+from judges.structure_judge import Panel, Verdict, judge_once, judge_panel
+from scoring.document import decode, normalize_text, parse
+from scoring.edits import Edit
+from scoring.model import DimensionScore, SkillScore
+from scoring.rubric import Mode, score_document
+from scoring.validation import scan_references
+from workspace.baseline_cache import BaselineCache
+from workspace.test_prompts import TestPrompt
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A full score card plus what the flow must act on (disagreements, vetoes, blocking reviews)."""
+
+    score: SkillScore
+    eval_mode: str
+    judge_count: int
+    disagreements: tuple[str, ...] = ()
+    safety_veto: bool = False
+    review_blocking: bool = False
+    orthogonality: Verdict | None = None
+    panel: Panel | None = None
+    measurement: Measurement | None = None
+    review: Review | None = None
+
+
+@dataclass(frozen=True)
+class ProposalRequest:
+    text: str
+    skill_name: str
+    files: frozenset[str]
+    target_dim: str
+    rationales: tuple[str, ...] = ()
+    active_rejections: tuple[str, ...] = ()  # short descriptions of rejected edits, for the prompt
+    meta_hints: tuple[str, ...] = ()
+    is_rejected: Callable[[str, str], bool] = field(default=lambda old, new: False, compare=False)
+    budget: float = 0.10
+
+
+class Backend(Protocol):
+    name: str
+    usage: Usage | None
+
+    def evaluate(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
+                 ever_reverted: bool = False, last_dim10_raw: float | None = None) -> Evaluation: ...
+
+    def design_prompts(self, text: str, skill_name: str) -> tuple[list[TestPrompt], str]: ...
+
+    def candidates(self, request: ProposalRequest, feedback: str | None) -> list[Edit]: ...
+
+    def held_out(self, text: str, skill_name: str, files: frozenset[str], prompts: list[TestPrompt]) -> float | None: ...
+
+
+def _text(data: str | bytes) -> str:
+    return normalize_text(data) if isinstance(data, str) else decode(data)
+
+
+class OfflineBackend:
+    """Deterministic stand-ins: heuristic judges, ``fallback_dry`` dim8, and the strategy-library proposer."""
+
+    name = "offline"
+    usage: Usage | None = None
+
+    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None) -> Evaluation:
+        doc = parse(_text(text))
+        refs = tuple(scan_references(doc, files))
+        structure = heuristic_structure(doc, refs, runtime_bound(doc, skill_name))
+        base = score_document(doc, skill_name, files, mode=mode, llm_dims=structure)
+        dims = dict(structure, dim8=heuristic_dim8(doc, structure, base.dim("dim1").score or 0))
+        dim10 = None if mode == "quick" else DimensionScore("dim10", 10, "formula", ("offline: no review gate ran, dim10 = 10",))
+        score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims, dim10=dim10)
+        return Evaluation(score, "fallback_dry", 0)
+
+    def design_prompts(self, text, skill_name):
+        return offline_prompts(parse(_text(text)), skill_name), "offline design (description trigger phrases and headings)"
+
+    def candidates(self, request: ProposalRequest, feedback: str | None) -> list[Edit]:
+        from judges.offline_proposer import verified_candidates
+
+        return verified_candidates(self, request)
+
+    def held_out(self, text, skill_name, files, prompts) -> float | None:
+        """Offline there is no model to run: the held-out proxy is the heuristic workflow quality."""
+        if not any(p.held_out for p in prompts):
+            return None
+        doc = parse(_text(text))
+        structure = heuristic_structure(doc, tuple(scan_references(doc, files)))
+        return round(sum(structure[d].score or 0 for d in ("dim2", "dim3", "dim5")) / 3, 2)
+
+
+class OnlineBackend:
+    name = "openai"
+
+    def __init__(self, settings: Settings, cache: BaselineCache, client: LLMClient | None = None):
+        self.settings = settings
+        self.cache = cache
+        self.client = client or LLMClient(settings)
+        self.usage = self.client.usage
+
+    def _warnings(self) -> tuple[str, ...]:
+        if self.settings.same_source:
+            return (f"same-source warning: the editor and a judge are both '{self.settings.editor_model}' "
+                    "(separate calls, but the design's red line 1 asks that it be shown)",)
+        return ()
+
+    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None) -> Evaluation:
+        text = _text(text)
+        doc = parse(text)
+        refs = tuple(scan_references(doc, files))
+        models = [self.settings.judge_model] * (2 if mode == "full" else 1)
+        panel = judge_panel(self.client, models, text, refs, self._warnings())
+        if mode == "full":
+            measurement = measure_full(self.client, self.settings, self.cache, text, files, prompts)
+        else:
+            measurement = measure_dry_run(self.client, self.settings, text, prompts)
+        dims = dict(panel.dims, dim8=measurement.dim8)
+        review = None
+        safety = dict(measurement.dim8.details).get("safety") if measurement.dim8.score is not None else None
+        if mode == "full" and needs_review(safety, last_dim10_raw):
+            review = run_review(self.client, self.settings.judge_model, text)
+        score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims,
+                               dim10=review.dim10 if review else None, warnings=self._warnings())
+        veto = panel.safety_veto or bool(dict(measurement.dim8.details).get("safety_red_line"))
+        recheck = self._orthogonality(score, text, refs, safety, ever_reverted)
+        return Evaluation(score, measurement.eval_mode, panel.judge_count, panel.disagreements, veto,
+                          bool(review and review.blocking), recheck, panel, measurement, review)
+
+    def _orthogonality(self, score: SkillScore, text: str, refs, safety, ever_reverted: bool) -> Verdict | None:
+        """The design's heterogeneous re-check: shown, never counted among the standard judges."""
+        accuracy = dict(score.dim("dim8").details).get("accuracy")
+        triggers = [
+            (score.dim("dim1").score or 0) >= 9 and accuracy is not None and accuracy <= 5,
+            safety is not None and safety >= 10 and (score.dim("dim9").score or 0) <= 3,
+            (score.dim("dim4").score or 0) >= 9 and not ever_reverted,
+        ]
+        if not any(triggers) or not self.settings.judge_model_2:
+            return None
+        return judge_once(self.client, self.settings.judge_model_2, "orthogonality", text, refs)
+
+    def design_prompts(self, text, skill_name):
+        return design_prompts(self.client, self.settings.editor_model, parse(_text(text)), skill_name)
+
+    def candidates(self, request: ProposalRequest, feedback: str | None) -> list[Edit]:
+        from judges.proposer import propose_online
+
+        edit = propose_online(self.client, self.settings.editor_model, request, feedback)
+        return [edit] if edit else []
+
+    def held_out(self, text, skill_name, files, prompts) -> float | None:
+        return held_out_score(self.client, self.settings, self.cache, _text(text), files, prompts)
+
+
+def make_backend(settings: Settings, cache_dir: Path) -> Backend:
+    if settings.backend == "offline":
+        return OfflineBackend()
+    return OnlineBackend(settings, BaselineCache(cache_dir))

@@ -1,0 +1,52 @@
+"""Pure helpers for reading a model's reply: the last JSON object, and quote verification.
+
+As in inspect_ai's graders, the *last* verdict in the reply counts: a model
+that thinks aloud and then answers is read by its answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_DECODER = json.JSONDecoder()
+
+
+def last_json_object(text: str) -> dict[str, Any] | None:
+    """The last top-level JSON object in ``text`` (fences and prose around it are fine)."""
+    found: dict[str, Any] | None = None
+    i = text.find("{")
+    while i != -1:
+        try:
+            value, end = _DECODER.raw_decode(text, i)
+        except json.JSONDecodeError:
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(value, dict):
+            found = value
+        i = text.find("{", end)
+    return found
+
+
+def fold(text: str) -> str:
+    """White space and case folded, so a quote matches however the model re-wrapped it."""
+    return " ".join(text.casefold().split())
+
+
+def _strip_markup(text: str) -> str:
+    return re.sub(r"[*_`>#|]", "", text)
+
+
+def quote_in_text(quote: str, folded_text: str) -> bool:
+    """True when the quote appears in the skill (case and white space folded).
+
+    Models often drop Markdown emphasis or backticks when quoting, so a second
+    comparison ignores those marks on both sides; nothing else is forgiven.
+    """
+    q = fold(quote)
+    if not q:
+        return False
+    if q in folded_text:
+        return True
+    return fold(_strip_markup(quote)) in fold(_strip_markup(folded_text))

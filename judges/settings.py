@@ -1,0 +1,149 @@
+"""One settings object, resolved once: CLI flags > environment > ``luban.toml`` > defaults.
+
+It is passed explicitly to everything that talks to a model; nothing reads the
+environment behind its back. The API key is held so that it cannot be printed:
+``repr``, ``str`` and ``describe()`` show only whether one is set.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+ENV_NAMES: dict[str, str] = {
+    "api_key": "OPENAI_API_KEY",
+    "base_url": "OPENAI_BASE_URL",
+    "judge_model": "LUBAN_JUDGE_MODEL",
+    "judge_model_2": "LUBAN_JUDGE_MODEL_2",
+    "target_model": "LUBAN_TARGET_MODEL",
+    "editor_model": "LUBAN_EDITOR_MODEL",
+    "max_concurrency": "LUBAN_MAX_CONCURRENCY",
+    "max_llm_calls": "LUBAN_MAX_LLM_CALLS",
+    "max_tokens": "LUBAN_MAX_TOKENS",
+    "timeout_seconds": "LUBAN_TIMEOUT_SECONDS",
+    "max_retries": "LUBAN_MAX_RETRIES",
+    "structured_output": "LUBAN_STRUCTURED_OUTPUT",
+}
+
+
+class SettingsError(ValueError):
+    pass
+
+
+class Secret:
+    """A value that never shows itself: str, repr and f-strings all print '***'."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str = ""):
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __str__(self) -> str:
+        return "***" if self._value else ""
+
+    __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True)
+class Settings:
+    api_key: Secret = field(default_factory=lambda: Secret(""), repr=False)
+    base_url: str | None = None
+    judge_model: str = "gpt-4o-mini"
+    judge_model_2: str | None = None
+    target_model: str = "gpt-4o-mini"
+    editor_model: str = "gpt-4o-mini"
+    max_concurrency: int = 4
+    max_llm_calls: int = 500
+    max_tokens: int = 2_000_000
+    timeout_seconds: float = 60.0
+    max_retries: int = 4
+    structured_output: Literal["auto", "on", "off"] = "auto"
+    sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from), for `luban config`
+
+    @property
+    def backend(self) -> Literal["openai", "offline"]:
+        """No key and no base URL: the offline stand-ins, and every score says so."""
+        return "openai" if (self.api_key or self.base_url) else "offline"
+
+    @property
+    def same_source(self) -> bool:
+        """The editor and a judge are the same model (the design's red line 1 must be shown)."""
+        return self.editor_model in {self.judge_model, self.judge_model_2}
+
+    def describe(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "sources")}
+        out["api_key"] = "set" if self.api_key else "not set"
+        out["backend"] = self.backend
+        return out
+
+
+def _coerce(name: str, raw: Any, origin: str) -> Any:
+    kind = {f.name: f.type for f in fields(Settings)}[name]
+    try:
+        if name == "api_key":
+            return Secret(str(raw))
+        if kind == "int":
+            value: Any = int(raw)
+            if value < 1:
+                raise ValueError("must be at least 1")
+            return value
+        if kind == "float":
+            value = float(raw)
+            if value <= 0:
+                raise ValueError("must be positive")
+            return value
+        if name == "structured_output" and raw not in ("auto", "on", "off"):
+            raise ValueError("must be auto, on or off")
+        return str(raw) if raw is not None else None
+    except (TypeError, ValueError) as err:
+        shown = "***" if name == "api_key" else repr(raw)
+        raise SettingsError(f"{origin}: {name} = {shown} is not valid ({err})") from None
+
+
+def resolve(flags: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+            config_file: Path | None = None) -> Settings:
+    """Flags beat the environment, which beats ``luban.toml``, which beats the defaults."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    path = config_file if config_file is not None else Path("luban.toml")
+    if path.exists():
+        try:
+            table = tomllib.loads(path.read_text(encoding="utf-8")).get("luban", {})
+        except tomllib.TOMLDecodeError as err:
+            raise SettingsError(f"{path}: not valid TOML ({err}); fix it or remove it") from None
+        unknown = set(table) - set(ENV_NAMES)
+        if unknown:
+            raise SettingsError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))} in [luban]; known: {', '.join(ENV_NAMES)}")
+        if "api_key" in table:
+            raise SettingsError(f"{path}: do not keep the API key in a file; set OPENAI_API_KEY in the environment")
+        for name, raw in table.items():
+            values[name], sources[name] = _coerce(name, raw, str(path)), str(path)
+    for name, env in ENV_NAMES.items():
+        if environ.get(env):
+            values[name], sources[name] = _coerce(name, environ[env], f"${env}"), f"${env}"
+    for name, raw in (flags or {}).items():
+        if raw is not None:
+            if name not in ENV_NAMES:
+                raise SettingsError(f"unknown setting {name!r}")
+            values[name], sources[name] = _coerce(name, raw, f"--{name.replace('_', '-')}"), "flag"
+    settings = Settings(**values)
+    return replace(settings, sources=tuple(sorted(sources.items())))

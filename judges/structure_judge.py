@@ -1,0 +1,150 @@
+"""LLM judges for dim2, dim3, dim5 and dim6: build prompt → one call → parse.
+
+Each judge is a separate call with no shared context. Its answer is void when
+any quote is not in the skill (the design's anti-hallucination rule): it is
+asked once more, then its dimensions are ``unscored`` with the reason and the
+raw reply kept — never a zero. Two judges make a panel: the dimension score is
+their median (the mean of two), a gap over 3 points is a ``disagreement``, and
+either judge flagging a Safety red line is a veto.
+"""
+
+from __future__ import annotations
+
+import secrets
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from judges.llm import BudgetExhausted, LLMClient, LLMError
+from judges.replies import fold, last_json_object, quote_in_text
+from judges.rubric_text import SAFETY_RED_LINE, STRUCTURE_DIMS, STRUCTURE_SCHEMA, STRUCTURE_SYSTEM
+from scoring.model import DimensionScore, Reference, unscored
+
+DISAGREEMENT_GAP = 3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge's answer (or why it has none). ``raw`` is always the reply as received."""
+
+    judge: str
+    model: str
+    scores: dict[str, int] = field(default_factory=dict)
+    rationales: dict[str, str] = field(default_factory=dict)
+    quotes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    safety_red_line: bool = False
+    safety_reason: str = ""
+    unscored_reason: str | None = None
+    raw: str = ""
+    attempts: int = 0
+
+
+def reference_evidence(refs: tuple[Reference, ...]) -> str:
+    if not refs:
+        return "Reachability scan: the skill references no files."
+    lines = [f"- {r.target} (line {r.line}): {r.status}" for r in refs]
+    return "Reachability scan of the skill's references (existing / missing / escaping):\n" + "\n".join(lines)
+
+
+def build_messages(skill_text: str, refs: tuple[Reference, ...], nonce: str) -> list[dict[str, str]]:
+    """The rubric and instructions in the system message; the skill, fenced as data, in the user message."""
+    rubric = "\n".join(f"- {dim}: {text}" for dim, text in STRUCTURE_DIMS.items())
+    system = STRUCTURE_SYSTEM.format(nonce=nonce, rubric=rubric, safety=SAFETY_RED_LINE)
+    user = (f"{reference_evidence(refs)}\n\n<skill-{nonce}>\n{skill_text}\n</skill-{nonce}>\n\n"
+            "Score the skill above. Reply with the JSON object only.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(parsed answer, None) or (None, why it is void)."""
+    answer = last_json_object(text)
+    if answer is None:
+        return None, "reply holds no JSON object"
+    dims = answer.get("dims")
+    if not isinstance(dims, dict):
+        return None, "reply has no 'dims' object"
+    folded = fold(skill_text)
+    parsed: dict[str, Any] = {"scores": {}, "rationales": {}, "quotes": {}}
+    for dim in STRUCTURE_DIMS:
+        entry = dims.get(dim)
+        if not isinstance(entry, dict):
+            return None, f"reply has no entry for {dim}"
+        score = entry.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not 1 <= score <= 10:
+            return None, f"{dim} score {score!r} is not a number from 1 to 10"
+        quotes = entry.get("quotes")
+        if not isinstance(quotes, list) or not 1 <= len(quotes) <= 3 or not all(isinstance(q, str) for q in quotes):
+            return None, f"{dim} needs 1 to 3 quotes from the skill"
+        for quote in quotes:
+            if not quote_in_text(quote, folded):
+                return None, f"{dim} quote not found in the skill (fabricated evidence voids the answer): {quote[:80]!r}"
+        parsed["scores"][dim] = round(float(score))
+        parsed["rationales"][dim] = str(entry.get("rationale", ""))
+        parsed["quotes"][dim] = tuple(quotes)
+    parsed["safety_red_line"] = answer.get("safety_red_line") is True
+    parsed["safety_reason"] = str(answer.get("safety_reason", ""))
+    return parsed, None
+
+
+def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs: tuple[Reference, ...]) -> Verdict:
+    """One independent judge: up to two attempts, each a fresh call with a fresh nonce."""
+    problem, raw = "", ""
+    for attempt in (1, 2):
+        nonce = secrets.token_hex(8)
+        try:
+            reply = client.chat(f"judge:{judge}", model, build_messages(skill_text, refs, nonce), schema=STRUCTURE_SCHEMA)
+        except BudgetExhausted:
+            raise
+        except LLMError as err:
+            return Verdict(judge, model, unscored_reason=f"{judge}: no reply ({err.kind}): {err}", raw=raw, attempts=attempt)
+        raw = reply.text
+        parsed, problem = parse_verdict(reply.text, skill_text)
+        if parsed is not None:
+            return Verdict(judge, model, parsed["scores"], parsed["rationales"], parsed["quotes"],
+                           parsed["safety_red_line"], parsed["safety_reason"], None, raw, attempt)
+    return Verdict(judge, model, unscored_reason=f"{judge}: {problem} (asked twice)", raw=raw, attempts=2)
+
+
+@dataclass(frozen=True)
+class Panel:
+    dims: dict[str, DimensionScore]
+    verdicts: tuple[Verdict, ...]
+    disagreements: tuple[str, ...]
+    safety_veto: bool
+    judge_count: int
+    warnings: tuple[str, ...] = ()
+
+
+def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = ()) -> Panel:
+    scored = [v for v in verdicts if v.unscored_reason is None]
+    dims: dict[str, DimensionScore] = {}
+    disagreements = []
+    for dim in STRUCTURE_DIMS:
+        if not scored:
+            reasons = "; ".join(v.unscored_reason or "" for v in verdicts) or "no judge ran"
+            dims[dim] = unscored(dim, reasons)
+            continue
+        values = [v.scores[dim] for v in scored]
+        gap = max(values) - min(values)
+        if gap > DISAGREEMENT_GAP:
+            disagreements.append(dim)
+        reasons = [f"{v.judge}: {v.scores[dim]} — {v.rationales[dim]}" for v in scored]
+        if len(scored) < len(verdicts):
+            reasons += [v.unscored_reason or "" for v in verdicts if v.unscored_reason]
+        reasons += list(warnings)
+        details = (("judges", [{"judge": v.judge, "model": v.model, "score": v.scores[dim], "quotes": list(v.quotes[dim])}
+                               for v in scored]),
+                   ("judge_count", len(scored)), ("disagreement", gap > DISAGREEMENT_GAP))
+        dims[dim] = DimensionScore(dim, float(median(values)), "llm", tuple(reasons), details=details)
+    veto = any(v.safety_red_line for v in scored)
+    return Panel(dims, tuple(verdicts), tuple(disagreements), veto, len(scored), warnings)
+
+
+def judge_panel(client: LLMClient, models: list[str], skill_text: str, refs: tuple[Reference, ...],
+                warnings: tuple[str, ...] = ()) -> Panel:
+    """Independent judges, run concurrently (the client bounds how many calls are in flight)."""
+    names = [f"judge-{i + 1}" for i in range(len(models))]
+    with ThreadPoolExecutor(max_workers=len(models)) as pool:
+        verdicts = list(pool.map(lambda pair: judge_once(client, pair[1], pair[0], skill_text, refs), zip(names, models)))
+    return combine(verdicts, warnings)

@@ -1,0 +1,56 @@
+"""Baseline (no-skill) outputs, cached on disk: they do not depend on the skill, so each is paid for once.
+
+Keyed by (model, prompt, parameters); one JSON file per key under
+``<workspace>/cache/baseline/``, written atomically, so a crash never leaves a
+half entry and concurrent runs at worst compute the same entry twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from workspace.atomic import atomic_write
+
+
+@dataclass(frozen=True)
+class CachedOutput:
+    output: str
+    tokens_in: int
+    tokens_out: int
+
+
+class BaselineCache:
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(model: str, prompt: str, parameters: dict) -> str:
+        material = json.dumps({"model": model, "prompt": prompt, "parameters": parameters}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+    def get(self, model: str, prompt: str, parameters: dict) -> CachedOutput | None:
+        path = self.directory / f"{self.key(model, prompt, parameters)}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            found = CachedOutput(str(data["output"]), int(data["tokens_in"]), int(data["tokens_out"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            found = None  # absent or damaged: recompute (a damaged entry is simply overwritten)
+        with self._lock:
+            if found is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return found
+
+    def put(self, model: str, prompt: str, parameters: dict, value: CachedOutput) -> None:
+        path = self.directory / f"{self.key(model, prompt, parameters)}.json"
+        atomic_write(path, json.dumps({"model": model, "prompt": prompt, "parameters": parameters,
+                                       "output": value.output, "tokens_in": value.tokens_in,
+                                       "tokens_out": value.tokens_out}, ensure_ascii=False))
