@@ -63,7 +63,7 @@ class ScriptedOpenAI:
         self.responder: Callable[[Request], Scripted] | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -102,7 +102,7 @@ class ScriptedOpenAI:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
-                scripted = server._next(Request(self.path, body, dict(self.headers), time.time()))
+                scripted = server._next(Request(self.path, body, {k.lower(): v for k, v in self.headers.items()}, time.time()))
                 if scripted.delay:
                     time.sleep(scripted.delay)
                 payload = scripted.body if isinstance(scripted.body, bytes) else json.dumps(scripted.body).encode()
