@@ -78,8 +78,76 @@ def score(
     raise typer.Exit(status)
 
 
-def _usage_error(message: str) -> None:
-    typer.echo(f"luban score: {message}", err=True)
+def _workspace(skills_dir: str, mode: str, workspace: Optional[str]):
+    from pathlib import Path
+
+    from workspace.layout import Workspace
+
+    if mode not in ("quick", "full"):
+        _usage_error(f"--mode must be quick or full, not {mode!r}", "history/report")
+    return Workspace.open(Path(skills_dir), mode, Path(workspace) if workspace else None)  # type: ignore[arg-type]
+
+
+@app.command()
+def history(
+    skill: str = typer.Argument(..., help="The skill's directory name."),
+    skills_dir: str = typer.Option(".", "--skills-dir", help="The directory holding the skills."),
+    mode: str = typer.Option("full", "--mode", help="Whose records: quick or full (kept apart)."),
+    workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
+) -> None:
+    """Show a skill's results.tsv, newest first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from workspace.results_tsv import ResultsFile
+
+    ws = _workspace(skills_dir, mode, workspace)
+    path = ws.results_tsv(skill)
+    if not path.exists():
+        typer.echo(f"luban history: no {mode}-mode records for '{skill}' ({path} does not exist)", err=True)
+        raise typer.Exit(2)
+    results = ResultsFile(path)
+    repair = results.ensure()
+    if repair:
+        typer.echo(repair.message(path), err=True)
+    frame = results.frame().iloc[::-1]
+    table = Table(title=f"{skill} — {mode} mode, newest first", title_justify="left")
+    columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "eval_mode", "note"]
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for _, row in frame.iterrows():
+        table.add_row(*["" if str(row[c]) == "nan" else str(row[c]) for c in columns])
+    Console().print(table)
+
+
+@app.command()
+def report(
+    skills_dir: str = typer.Option(".", "--skills-dir", help="The directory holding the skills."),
+    mode: str = typer.Option("full", "--mode", help="Which records: quick or full."),
+    workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
+) -> None:
+    """Rebuild the last run's report from the records alone (Markdown and a PNG chart)."""
+    from datetime import datetime, timezone
+
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from scoring.governance.report import RunFacts, chart_png, render
+    from workspace.governance_records import mode_history, write_report
+
+    ws = _workspace(skills_dir, mode, workspace)
+    frame = mode_history(ws)
+    if frame.empty:
+        typer.echo(f"luban report: no {mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
+        raise typer.Exit(2)
+    markdown = render(frame, RunFacts(mode=mode, backups=str(ws.backups())))
+    md, png = write_report(ws, markdown, chart_png(frame), datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    Console().print(Markdown(markdown))
+    typer.echo(f"report: {md}\nchart:  {png}")
+
+
+def _usage_error(message: str, command: str = "score") -> None:
+    typer.echo(f"luban {command}: {message}", err=True)
     raise typer.Exit(2)
 
 

@@ -1,0 +1,144 @@
+"""The design's eight dynamic-threshold alerts ("动态阈值告警"), computed over results.tsv history.
+
+History is cut into *runs*: for each skill, a run starts at a ``baseline`` row
+and holds the attempts after it. Each run yields one value per metric; a
+metric's history is every earlier run, across skills, in time order; the value
+checked is each skill's latest run.
+
+Dynamic thresholds are μ ± k·σ of the metric's own history, with
+k = norm.isf(0.05 / 8) (Bonferroni over the eight checks, ≈ 2.50) from 30
+points on, the t quantile t.isf(0.05 / 8, n − 1) below that, and no alert at
+all under 5 points. Fixed thresholds stay fixed: flat > 40 %, budget use
+< 2 % or > 8 %, self-assessed vs measured gap > 5, Δ-mean slope < −0.1 per run
+(``linregress``, from 5 runs on), and a missing mode cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from scoring.notes import fact_float
+
+ALPHA = 0.05
+CHECKS = 8
+MIN_POINTS = 5
+NORMAL_FROM = 30
+METRICS = ("dry_run_ratio", "revert_rate", "delta_trend", "flat_ratio", "mode_completeness",
+           "rejected_hit_rate", "budget_use", "assessment_gap")
+
+
+def k_for(points: int) -> float | None:
+    """The threshold multiplier for a history of ``points`` values (None: too short to judge)."""
+    from scipy import stats
+
+    if points < MIN_POINTS:
+        return None
+    if points >= NORMAL_FROM:
+        return float(stats.norm.isf(ALPHA / CHECKS))
+    return float(stats.t.isf(ALPHA / CHECKS, points - 1))
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    skill: str
+    value: float | None
+    threshold: float | None
+    fired: bool
+    active: bool  # False: not enough history to judge
+    message: str
+
+    def __post_init__(self) -> None:  # pandas hands over numpy scalars; keep the record plain Python
+        object.__setattr__(self, "fired", bool(self.fired))
+        object.__setattr__(self, "active", bool(self.active))
+        if self.value is not None:
+            object.__setattr__(self, "value", float(self.value))
+
+
+def run_metrics(frame):
+    """One row per (skill, run) with the eight metrics; ``frame`` is results.tsv rows as pandas reads them."""
+    import pandas as pd
+
+    rows = []
+    for skill, group in frame.groupby("skill", sort=True):
+        group = group.reset_index(drop=True)
+        run_ids = (group["status"] == "baseline").cumsum()
+        for run_id, run in group.groupby(run_ids):
+            attempts = run[run["status"].isin(["keep", "revert"])]
+            notes = [str(n) for n in attempts["note"]]
+            proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
+            hits = sum(fact_float(n, "rejected_hits") or 0 for n in notes)
+            gaps = [abs((fact_float(n, "expected") or 0) - (d if d == d else 0)) for n, d in zip(notes, attempts["delta"])
+                    if fact_float(n, "expected") is not None]
+            decided = len(attempts)
+            rows.append({
+                "skill": skill, "run": int(run_id), "started": str(run["timestamp"].iloc[0]),
+                "dry_run_ratio": float(run["eval_mode"].isin(["dry_run", "fallback_dry"]).mean()),
+                "revert_rate": float((attempts["status"] == "revert").mean()) if decided else math.nan,
+                "delta_mean": float(attempts["delta"].mean()) if decided else math.nan,
+                "flat_ratio": float((attempts["delta"].abs() < 0.1).mean()) if decided else math.nan,
+                "mode_completeness": float(run["mode"].isin(["quick", "full"]).mean()),
+                "rejected_hit_rate": hits / proposals if proposals else math.nan,
+                "budget_use": float(attempts["edit_pct"].mean()) if decided else math.nan,
+                "assessment_gap": sum(gaps) / len(gaps) if gaps else math.nan,
+            })
+    return pd.DataFrame(rows).sort_values(["started", "skill"]).reset_index(drop=True) if rows else pd.DataFrame(
+        columns=["skill", "run", "started", "dry_run_ratio", "revert_rate", "delta_mean", "flat_ratio",
+                 "mode_completeness", "rejected_hit_rate", "budget_use", "assessment_gap"])
+
+
+def _dynamic(name: str, skill: str, value: float, history: list[float], side: str, what: str) -> Alert:
+    points = [h for h in history if h == h]  # NaN-free
+    k = k_for(len(points))
+    if k is None or value != value:
+        return Alert(name, skill, None if value != value else value, None, False, False,
+                     f"{name}: inactive ({len(points)} point(s) of history, {MIN_POINTS} needed)")
+    mean = sum(points) / len(points)
+    sd = math.sqrt(sum((p - mean) ** 2 for p in points) / (len(points) - 1))
+    threshold = mean + k * sd if side == "upper" else mean - k * sd
+    fired = value > threshold if side == "upper" else value < threshold
+    sign = "+" if side == "upper" else "−"
+    return Alert(name, skill, value, threshold, fired, True,
+                 f"{name} {value:.3f} {'beyond' if fired else 'within'} μ {sign} {k:.2f}σ = {threshold:.3f}: {what}")
+
+
+def _fixed(name: str, skill: str, value: float, fired: bool, threshold: float, message: str) -> Alert:
+    if value != value:
+        return Alert(name, skill, None, threshold, False, False, f"{name}: no attempts to measure")
+    return Alert(name, skill, value, threshold, fired, True, message)
+
+
+def check_alerts(metrics) -> list[Alert]:
+    """All eight checks for each skill's latest run, against the runs before it."""
+    from scipy import stats
+
+    alerts: list[Alert] = []
+    for skill in sorted(set(metrics["skill"])):
+        position = metrics.index[metrics["skill"] == skill][-1]
+        current, history = metrics.loc[position], metrics.loc[: position - 1]
+        alerts.append(_dynamic("dry_run_ratio", skill, current["dry_run_ratio"], list(history["dry_run_ratio"]), "upper",
+                               "dim8 confidence is low"))
+        alerts.append(_dynamic("revert_rate", skill, current["revert_rate"], list(history["revert_rate"]), "lower",
+                               "the scorer may be too lenient"))
+        alerts.append(_dynamic("rejected_hit_rate", skill, current["rejected_hit_rate"], list(history["rejected_hit_rate"]),
+                               "upper", "proposals keep repeating rejected edits"))
+        trend = [v for v in list(history["delta_mean"]) + [current["delta_mean"]] if v == v]
+        if len(trend) >= MIN_POINTS:
+            slope = float(stats.linregress(range(len(trend)), trend).slope)
+            alerts.append(Alert("delta_trend", skill, slope, -0.1, slope < -0.1, True,
+                                f"Δ-mean slope {slope:+.3f} per run (alert below −0.1): diminishing returns"))
+        else:
+            alerts.append(Alert("delta_trend", skill, None, -0.1, False, False, f"delta_trend: inactive ({len(trend)} run(s))"))
+        flat = current["flat_ratio"]
+        alerts.append(_fixed("flat_ratio", skill, flat, flat > 0.40, 0.40, f"flat ratio {flat:.0%} (alert over 40 %): scorer ceiling"))
+        complete = current["mode_completeness"]
+        alerts.append(_fixed("mode_completeness", skill, complete, complete < 1.0, 1.0,
+                             f"mode column {complete:.0%} complete: fill it in at Phase 0"))
+        budget = current["budget_use"]
+        alerts.append(_fixed("budget_use", skill, budget, budget < 2 or budget > 8, 2.0,
+                             f"mean edit-budget use {budget:.1f} % (alert under 2 % or over 8 %)"))
+        gap = current["assessment_gap"]
+        alerts.append(_fixed("assessment_gap", skill, gap, gap > 5, 5.0,
+                             f"self-assessed vs measured gap {gap:.1f} (alert over 5): self-assessment is unreliable"))
+    return alerts

@@ -1,0 +1,134 @@
+"""The Phase 5 report, built from records alone (so `luban report` can rebuild it at any time).
+
+Input: the latest run's results.tsv rows for each skill (a pandas frame) and
+the run facts the records cannot hold (branch, backups, LLM usage). Output:
+Markdown text, and a PNG chart of the total per round per skill.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+from scoring.model import DIM_NAMES
+from scoring.notes import parse_note
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    mode: str
+    branch: str | None = None
+    backups: str | None = None
+    manifest: str | None = None
+    consumer_baseline: str = "not tested"
+    usage: dict = field(default_factory=dict)
+    alerts: tuple[str, ...] = ()
+    notices: tuple[str, ...] = ()
+
+
+def latest_runs(frame):
+    """Only each skill's most recent run (from its last baseline row on)."""
+    import pandas as pd
+
+    parts = []
+    for _, group in frame.groupby("skill", sort=True):
+        group = group.reset_index(drop=True)
+        starts = group.index[group["status"] == "baseline"]
+        parts.append(group.loc[starts[-1]:] if len(starts) else group)
+    return pd.concat(parts, ignore_index=True) if parts else frame
+
+
+def _before_after(run) -> tuple[float | None, float | None]:
+    baseline = run[run["status"] == "baseline"]["new_score"]
+    before = float(baseline.iloc[0]) if len(baseline) else None
+    kept = run[run["status"] == "keep"]["new_score"]
+    after = float(kept.iloc[-1]) if len(kept) else before
+    return before, after
+
+
+def render(frame, facts: RunFacts) -> str:
+    run = latest_runs(frame)
+    attempts = run[run["status"].isin(["keep", "revert"])]
+    kept = int((attempts["status"] == "keep").sum())
+    total = len(attempts)
+    dry = int(run["eval_mode"].isin(["dry_run", "fallback_dry"]).sum())
+    full = int((run["eval_mode"] == "full_test").sum())
+    lines = ["# Luban optimization report", "", "## Overview", "",
+             f"- Mode: {facts.mode}", f"- Skills: {run['skill'].nunique()}", f"- Experiments: {total}",
+             f"- Kept: {kept} ({(100 * kept / total if total else 0):.0f} %)", f"- Rollbacks: {total - kept}",
+             f"- Full tests / dry runs: {full} / {dry}", f"- Consumer baseline: {facts.consumer_baseline}"]
+    lines += [f"- Notice: {n}" for n in facts.notices]
+    lines += ["", "## Scores", "", "| skill | before | after | Δ |", "|---|---:|---:|---:|"]
+    deltas = []
+    for skill, group in run.groupby("skill", sort=True):
+        before, after = _before_after(group)
+        if before is None or after is None:
+            lines.append(f"| {skill} | — | — | — |")
+            continue
+        deltas.append(after - before)
+        lines.append(f"| {skill} | {before:.1f} | {after:.1f} | {after - before:+.1f} |")
+    if deltas:
+        lines.append(f"| **mean** | | | {sum(deltas) / len(deltas):+.1f} |")
+    lines += ["", "## Main improvements", ""]
+    keeps = attempts[attempts["status"] == "keep"]
+    if keeps.empty:
+        lines.append("No edit was kept.")
+    for dim, group in keeps.groupby("dim_changed", sort=True):
+        lines.append(f"### {dim} {DIM_NAMES.get(str(dim), '')}")
+        for _, row in group.iterrows():
+            facts_, text = parse_note(str(row["note"]))
+            lines.append(f"- [{row['skill']}] {facts_.get('strategy', '')} {row['delta']:+.1f}: {text}".rstrip(": "))
+        lines.append("")
+    lines += _health(run, attempts, facts) + ["", "## Audit trail", "",
+                                                f"- Branch: {facts.branch or '— (quick mode: no git branch)'}",
+                                                f"- Backups: {facts.backups or '—'}", f"- Manifest: {facts.manifest or '—'}", ""]
+    return "\n".join(lines)
+
+
+def _health(run, attempts, facts: RunFacts) -> list[str]:
+    reverts = int((attempts["status"] == "revert").sum())
+    same_source = int(run["note"].astype(str).str.contains("same_source=true", regex=False).sum())
+    oscillation = [a for a in facts.alerts if "oscillat" in a]
+    usage = facts.usage or {}
+    rows = [
+        ("dry-run ratio", f"{run['eval_mode'].isin(['dry_run', 'fallback_dry']).mean():.0%}"),
+        ("revert rate", f"{(reverts / len(attempts)) if len(attempts) else 0:.0%}"),
+        ("same-context detections", str(same_source)),
+        ("oscillation alerts", str(len(oscillation))),
+        ("LLM calls", str(usage.get("calls", 0))),
+        ("tokens in / out", f"{usage.get('tokens_in', 0)} / {usage.get('tokens_out', 0)}"),
+    ]
+    out = ["## Health dashboard", "", "| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+    if facts.alerts:
+        out += ["", "Alerts:"] + [f"- {a}" for a in facts.alerts]
+    return out
+
+
+def chart_png(frame) -> bytes:
+    """Total after each round, one line per skill (a revert keeps the previous total)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    run = latest_runs(frame)
+    figure, axes = plt.subplots(figsize=(7, 4), dpi=100)
+    for skill, group in run.groupby("skill", sort=True):
+        points, current = [], None
+        for _, row in group.iterrows():
+            if row["status"] in ("baseline", "keep"):
+                current = row["new_score"]
+            if current is not None and current == current:
+                points.append((int(row["round"]), float(current)))
+        if points:
+            axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=str(skill))
+    axes.set_xlabel("round")
+    axes.set_ylabel("total score")
+    axes.set_title("Score per round")
+    if run["skill"].nunique():
+        axes.legend(fontsize="small")
+    buffer = io.BytesIO()
+    figure.tight_layout()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return buffer.getvalue()

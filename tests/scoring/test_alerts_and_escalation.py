@@ -1,0 +1,154 @@
+"""The eight alerts just inside and just outside their thresholds, k from scipy, and the escalation ladder."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from scoring.governance.alerts import check_alerts, k_for, run_metrics
+from scoring.governance.escalation import Escalation, observe, unfreeze
+from workspace.results_tsv import COLUMNS
+
+
+def test_k_is_the_bonferroni_quantile_from_scipy():
+    assert k_for(4) is None
+    assert k_for(5) == pytest.approx(stats.t.isf(0.05 / 8, 4))
+    assert k_for(29) == pytest.approx(stats.t.isf(0.05 / 8, 28))
+    assert k_for(30) == pytest.approx(stats.norm.isf(0.05 / 8))
+    assert 2.49 < k_for(30) < 2.51
+
+
+def metrics(history: list[dict], current: dict) -> pd.DataFrame:
+    base = {"run": 1, "dry_run_ratio": 0.0, "revert_rate": 0.5, "delta_mean": 1.0, "flat_ratio": 0.0,
+            "mode_completeness": 1.0, "rejected_hit_rate": 0.1, "budget_use": 5.0, "assessment_gap": 1.0}
+    rows = [dict(base, skill=f"other-{i}", started=f"2026-01-{i + 1:02d}", **h) for i, h in enumerate(history)]
+    rows.append(dict(base, skill="target", started="2026-12-31", **current))
+    return pd.DataFrame(rows)
+
+
+def fired(frame: pd.DataFrame, name: str) -> bool | None:
+    alert = next(a for a in check_alerts(frame) if a.skill == "target" and a.name == name)
+    return alert.fired if alert.active else None
+
+
+def threshold(values: list[float], side: str) -> float:
+    k = k_for(len(values))
+    mean, sd = sum(values) / len(values), pd.Series(values).std(ddof=1)
+    return mean + k * sd if side == "upper" else mean - k * sd
+
+
+@pytest.mark.parametrize("name, side", [("dry_run_ratio", "upper"), ("revert_rate", "lower"), ("rejected_hit_rate", "upper")])
+@pytest.mark.parametrize("points", [6, 40])  # t quantile below 30 points, normal from 30
+def test_dynamic_alerts_just_inside_and_just_outside(name: str, side: str, points: int):
+    values = [0.2 + 0.03 * (i % 7) for i in range(points)]
+    line = threshold(values, side)
+    step = 1e-6 if side == "upper" else -1e-6
+    history = [{name: v} for v in values]
+    assert fired(metrics(history, {name: line - step}), name) is False
+    assert fired(metrics(history, {name: line + step}), name) is True
+
+
+def test_dynamic_alert_is_inactive_under_five_points():
+    history = [{"dry_run_ratio": 0.1}] * 4
+    assert fired(metrics(history, {"dry_run_ratio": 0.99}), "dry_run_ratio") is None
+
+
+@pytest.mark.parametrize("name, inside, outside", [
+    ("flat_ratio", 0.40, 0.41), ("assessment_gap", 5.0, 5.1), ("mode_completeness", 1.0, 0.9),
+])
+def test_fixed_alerts(name, inside, outside):
+    assert fired(metrics([], {name: inside}), name) is False
+    assert fired(metrics([], {name: outside}), name) is True
+
+
+@pytest.mark.parametrize("inside, outside", [(2.0, 1.9), (8.0, 8.1)])
+def test_budget_use_alert_on_both_sides(inside, outside):
+    assert fired(metrics([], {"budget_use": inside}), "budget_use") is False
+    assert fired(metrics([], {"budget_use": outside}), "budget_use") is True
+
+
+@pytest.mark.parametrize("slope, fires", [(-0.09, False), (-0.11, True)])
+def test_delta_trend_slope(slope, fires):
+    history = [{"delta_mean": 5 + slope * i} for i in range(5)]
+    assert fired(metrics(history, {"delta_mean": 5 + slope * 5}), "delta_trend") is fires
+
+
+def results_frame(rows: list[dict]) -> pd.DataFrame:
+    full = [{c: r.get(c, "") for c in COLUMNS} for r in rows]
+    frame = pd.DataFrame(full)
+    for c in ("delta", "edit_pct", "new_score"):
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    return frame
+
+
+def test_run_metrics_from_results_rows():
+    rows = [
+        dict(timestamp="t1", skill="a", round=0, status="baseline", mode="full", eval_mode="fallback_dry"),
+        dict(timestamp="t2", skill="a", round=1, status="keep", mode="full", eval_mode="fallback_dry", delta=2.0, edit_pct=4.0,
+             note="strategy=x; expected=6.0; rejected_hits=1; proposals=2"),
+        dict(timestamp="t3", skill="a", round=2, status="revert", mode="full", eval_mode="full_test", delta=0.0, edit_pct=6.0,
+             note="strategy=y; expected=2.0; proposals=1"),
+        dict(timestamp="t4", skill="a", round=0, status="baseline", mode="full", eval_mode="full_test"),
+    ]
+    m = run_metrics(results_frame(rows))
+    first = m.iloc[0]
+    assert len(m) == 2 and first["skill"] == "a"
+    assert first["dry_run_ratio"] == pytest.approx(2 / 3) and first["revert_rate"] == 0.5
+    assert first["flat_ratio"] == 0.5 and first["budget_use"] == 5.0
+    assert first["rejected_hit_rate"] == pytest.approx(1 / 3) and first["assessment_gap"] == pytest.approx(3.0)
+    assert math.isnan(m.iloc[1]["revert_rate"])  # a run with no attempts yet
+
+
+# --- escalation --------------------------------------------------------------------------------
+
+def run(state: Escalation, pattern: str) -> tuple[Escalation, list[str]]:
+    actions = []
+    for ch in pattern:
+        state, action = observe(state, ch == "x")
+        actions.append(action)
+    return state, actions
+
+
+def test_ladder_record_record_pause_then_freeze():
+    state, actions = run(Escalation(), "xxxxx")
+    assert actions == ["record", "record", "pause", "pause", "freeze"]
+    assert state.frozen and state.paused and state.count == 5
+
+
+def test_counters_reset_after_ten_quiet_rounds():
+    state, actions = run(Escalation(), "xx" + "." * 9)
+    assert state.count == 2
+    state, actions = run(state, ".")
+    assert actions == ["reset"] and state.count == 0
+
+
+def test_pause_recovers_after_five_quiet_rounds_with_a_cooldown():
+    state, _ = run(Escalation(), "xxx")
+    state, actions = run(state, ".....")
+    assert actions[-1] == "recover" and state.count == 1 and not state.paused and state.cooldown_left == 5
+    state, _ = run(state, ".....")  # a quiet cool-down: the counter stays at 1
+    assert state.count == 1 and state.cooldown_left == 0
+
+
+def test_false_recovery_restores_the_counter_plus_one():
+    state, _ = run(Escalation(), "xxx.....")
+    assert state.count == 1 and state.before_downgrade == 3
+    state, actions = run(state, "xx.x.")  # 3 of 5 cool-down rounds fired: ≥ 50 %
+    assert actions[-1] == "false_recovery" and state.count == 4
+
+
+def test_freeze_needs_a_person_even_after_the_counter_recovers():
+    state, _ = run(Escalation(), "xxxxx")
+    state, actions = run(state, "." * 10)
+    assert actions[-1] == "recover" and state.count == 2 and state.cooldown_left == 10
+    assert state.frozen  # the issue: frozen until a person unfreezes it
+    thawed = unfreeze(state)
+    assert not thawed.frozen and not thawed.paused
+
+
+def test_state_round_trips_through_the_profile():
+    state, _ = run(Escalation(), "xxx..")
+    assert Escalation.from_dict(state.to_dict()) == state

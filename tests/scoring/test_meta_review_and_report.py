@@ -1,0 +1,111 @@
+"""Meta-review on a synthetic multi-skill history, mode feedback, Safety health, and the report."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import date
+from pathlib import Path
+
+import pandas as pd
+
+from scoring.governance.health import mode_feedback, safety_degradation, safety_hits
+from scoring.governance.meta_review import meta_review
+from scoring.governance.report import RunFacts, chart_png, latest_runs, render
+from workspace.results_tsv import ResultRow, ResultsFile
+
+
+def scores(**dims) -> dict:
+    base = {"dim1": 10, "dim2": 6, "dim3": 5, "dim4": 5, "dim7": 7, "dim9": 3}
+    base.update(dims)
+    return base
+
+
+def history(tmp_path: Path) -> pd.DataFrame:
+    rows = []
+    for skill, held_fail in (("alpha", True), ("beta", True), ("gamma", False)):
+        rows += [
+            ResultRow("2026-12-01T10:00:00+00:00", skill, 0, "baseline", "full", new_score=40.0, scores=scores(), eval_mode="full_test"),
+            ResultRow("2026-12-01T10:01:00+00:00", skill, 1, "keep", "full", old_score=40.0, new_score=44.0, delta=4.0,
+                      dim_changed="dim4", edit_pct=3.0, note="strategy=stop-before-irreversible; expected=3.0; added STOP",
+                      scores=scores(dim4=10), eval_mode="full_test"),
+            ResultRow("2026-12-01T10:02:00+00:00", skill, 2, "revert", "full", old_score=44.0, new_score=43.0, delta=-1.0,
+                      dim_changed="dim5", edit_pct=5.0, note="strategy=add-examples" + ("; held_out_fail=true" if held_fail else ""),
+                      scores=scores(dim4=10, dim5=4), eval_mode="full_test"),
+            ResultRow("2026-12-01T10:03:00+00:00", skill, 3, "keep", "full", old_score=44.0, new_score=45.0, delta=1.0,
+                      dim_changed="dim9", edit_pct=2.0, note="strategy=counter-examples; expected=2.0",
+                      scores=scores(dim4=9, dim9=10), eval_mode="full_test"),
+        ]
+    frames = []
+    for skill in ("alpha", "beta", "gamma"):
+        results = ResultsFile(tmp_path / skill / "results.tsv")
+        for row in rows:
+            if row.skill == skill:
+                results.append(row)
+        frames.append(results.frame())
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_meta_review_finds_patterns_reverts_overfitting_and_oscillation(tmp_path: Path):
+    review = meta_review(history(tmp_path))
+    assert review is not None
+    by_section: dict[str, list] = {}
+    for lesson in review.lessons:
+        by_section.setdefault(lesson.section, []).append(lesson)
+    high = by_section["高收益改动"]
+    assert [(l.title, l.fields["count"], l.fields["mean_delta"]) for l in high] == [
+        ("stop-before-irreversible", "3", "+4.0"), ("counter-examples", "3", "+1.0")]
+    assert [(l.title, l.fields["reverts"]) for l in by_section["低收益/拒绝改动"]] == [("add-examples", "3")]
+    assert [l.fields["skills"] for l in by_section["过拟合模式库"]] == ["alpha, beta"]
+    assert review.oscillating_dims == {"dim4": ("alpha", "beta", "gamma")}  # 5 -> 10 -> 10 -> 9
+    assert review.preferred_strategies == ("stop-before-irreversible", "counter-examples")
+
+
+def test_meta_review_needs_two_skills(tmp_path: Path):
+    frame = history(tmp_path)
+    assert meta_review(frame[frame["skill"] == "alpha"]) is None
+
+
+def test_mode_feedback():
+    assert "there is gold" in mode_feedback("quick", [[1.0, 2.0, 2.5]])
+    assert mode_feedback("quick", [[1.0, 2.0, 2.0]]) is None
+    assert "quick mode is enough" in mode_feedback("full", [[1.0], [0.5, 1.0], [2.9]])
+    assert mode_feedback("full", [[1.0], [3.5], [0.2]]) is None
+
+
+def test_safety_degradation_checks():
+    quiet = [{"destructive_command": 0, "secret_exposure": 1, "security_bypass": 0, "unconfirmed_publish": 0}] * 5
+    findings = safety_degradation(quiet, [True, True], [0.5, 0.4, 0.3, 0.2], date(2026, 12, 2))
+    checks = {(f.check, f.severity) for f in findings}
+    assert ("rule_stale", "info") in checks and ("false_negative", "freeze") in checks
+    assert ("coverage_decay", "global") in checks and not any(f.check == "rule_freshness" for f in findings)
+    stale = [f.detail for f in findings if f.check == "rule_stale"]
+    assert len(stale) == 3 and not any("secret_exposure" in s for s in stale)
+    old = safety_degradation([], [False], [], date(2027, 2, 1))
+    assert {f.check for f in old} == {"rule_freshness"}
+    assert safety_hits("run rm -rf / then DROP TABLE users")["destructive_command"] == 2
+
+
+def test_report_renders_from_records_and_its_chart_is_a_png(tmp_path: Path):
+    frame = history(tmp_path)
+    text = render(frame, RunFacts(mode="full", branch="auto-optimize/20261201-1000", usage={"calls": 42, "tokens_in": 9, "tokens_out": 3},
+                                  alerts=("revert_rate beyond μ − 2.50σ",)))
+    assert "- Experiments: 9" in text and "- Kept: 6 (67 %)" in text and "- Rollbacks: 3" in text
+    assert "| alpha | 40.0 | 45.0 | +5.0 |" in text and "| **mean** | | | +5.0 |" in text
+    assert "### dim4 Checkpoint design" in text and "[beta] stop-before-irreversible +4.0: added STOP" in text
+    assert "| LLM calls | 42 |" in text and "Branch: auto-optimize/20261201-1000" in text
+    png = chart_png(frame)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+
+    image = matplotlib.image.imread(io.BytesIO(png), format="png")
+    assert image.shape[0] == 400 and image.shape[1] == 700
+
+
+def test_latest_runs_keeps_only_the_last_run_of_each_skill(tmp_path: Path):
+    frame = history(tmp_path)
+    again = frame[frame["skill"] == "alpha"].head(1).assign(timestamp="2026-12-02T00:00:00+00:00")
+    combined = pd.concat([frame, again], ignore_index=True)
+    latest = latest_runs(combined)
+    assert len(latest[latest["skill"] == "alpha"]) == 1 and len(latest[latest["skill"] == "beta"]) == 4
+    assert json.loads(latest.iloc[0]["scores"])["dim1"] == 10

@@ -1,0 +1,85 @@
+"""Governance results on disk: escalation counters in the profile, meta-review and health in meta_learnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from flows.cli import app
+from scoring.governance.alerts import Alert
+from scoring.governance.health import HealthFinding
+from scoring.governance.meta_review import Lesson, MetaReview
+from workspace import meta_learnings, profile
+from workspace.governance_records import apply_escalation, mode_history, write_health, write_meta_review
+from workspace.layout import Workspace
+from workspace.results_tsv import ResultRow, ResultsFile
+
+
+def ws(tmp_path: Path) -> Workspace:
+    return Workspace.open(tmp_path / "skills", "full")
+
+
+def alert(fired: bool, skill: str = "alpha") -> Alert:
+    return Alert("revert_rate", skill, 0.0, 0.1, fired, True, "m")
+
+
+def test_escalation_counters_persist_across_runs_and_freeze_at_five(tmp_path: Path):
+    w = ws(tmp_path)
+    actions = [apply_escalation(w, [alert(True), alert(False, "beta")]) for _ in range(5)]
+    assert [a[0] for a in actions] == [("revert_rate", "alpha", a) for a in ("record", "record", "pause", "pause", "freeze")]
+    p = profile.load(w.profile)
+    assert p.alert_counters["revert_rate|alpha"]["count"] == 5 and "alpha" in p.frozen
+    assert p.alert_counters["revert_rate|beta"]["count"] == 0
+
+
+def test_meta_review_is_appended_with_ids_and_guards_oscillating_dims(tmp_path: Path):
+    w = ws(tmp_path)
+    review = MetaReview((Lesson("高收益改动", "stop-before-irreversible", {"count": "3", "mean_delta": "+4.0"}),),
+                        {"dim5": ("a", "b")}, ("stop-before-irreversible",))
+    assert write_meta_review(w, review, 2) == ["HY-0001"]
+    assert write_meta_review(w, review, 2) == ["HY-0002"]
+    meta = meta_learnings.load(w.meta_learnings)
+    assert meta.sections["高收益改动"][0].fields["mean_delta"] == "+4.0" and meta.last_epoch_review != "-"
+    guard = profile.load(w.profile).oscillation_guard
+    assert [(g.dim, g.skills) for g in guard] == [("dim5", ["a", "b"])]  # not added twice
+
+
+def test_health_findings_go_to_the_scorer_health_section(tmp_path: Path):
+    w = ws(tmp_path)
+    write_health(w, [HealthFinding("rule_stale", "info", "rule class 'x' had zero hits for 5 rounds")])
+    entries = meta_learnings.load(w.meta_learnings).sections["评分系统健康度"]
+    assert entries[0].title == "rule_stale" and entries[0].fields["severity"] == "info"
+
+
+def record(w: Workspace) -> None:
+    for skill in ("alpha", "beta"):
+        results = ResultsFile(w.results_tsv(skill))
+        results.append(ResultRow("2026-12-01T10:00:00+00:00", skill, 0, "baseline", "full", new_score=40.0))
+        results.append(ResultRow("2026-12-01T10:05:00+00:00", skill, 1, "keep", "full", old_score=40.0, new_score=43.5,
+                                 delta=3.5, dim_changed="dim4", note="strategy=stop; added a STOP"))
+
+
+def test_history_command_shows_newest_first(tmp_path: Path):
+    w = ws(tmp_path)
+    record(w)
+    result = CliRunner().invoke(app, ["history", "alpha", "--skills-dir", str(w.skills_dir)], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.stdout
+    assert result.stdout.index("keep") < result.stdout.index("baseline")
+    missing = CliRunner().invoke(app, ["history", "nope", "--skills-dir", str(w.skills_dir)])
+    assert missing.exit_code == 2 and "no full-mode records for 'nope'" in missing.stderr
+    other_mode = CliRunner().invoke(app, ["history", "alpha", "--skills-dir", str(w.skills_dir), "--mode", "quick"])
+    assert other_mode.exit_code == 2
+
+
+def test_report_command_rebuilds_from_records_alone(tmp_path: Path):
+    w = ws(tmp_path)
+    record(w)
+    assert len(mode_history(w)) == 4
+    result = CliRunner().invoke(app, ["report", "--skills-dir", str(w.skills_dir)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.stdout
+    reports = sorted((w.mode_dir / "reports").iterdir())
+    md = next(p for p in reports if p.suffix == ".md")
+    png = next(p for p in reports if p.suffix == ".png")
+    assert "| alpha | 40.0 | 43.5 | +3.5 |" in md.read_text() and png.read_bytes()[:4] == b"\x89PNG"
+    assert f"report: {md}" in result.stdout

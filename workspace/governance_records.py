@@ -1,0 +1,90 @@
+"""Where the governance layer's results are kept: profile counters, meta-learnings, reports."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from scoring.governance.alerts import Alert
+from scoring.governance.escalation import Escalation, key, observe
+from scoring.governance.health import HealthFinding
+from scoring.governance.meta_review import MetaReview
+from workspace import meta_learnings, profile
+from workspace.atomic import atomic_write
+from workspace.layout import Workspace
+from workspace.results_tsv import ResultsFile
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def mode_history(workspace: Workspace):
+    """Every results.tsv row of this mode, all skills, as one pandas frame (repairing damaged files first)."""
+    import pandas as pd
+
+    frames = [ResultsFile(path).frame() for path in sorted(workspace.mode_dir.glob("*/results.tsv"))]
+    frames = [f for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def apply_escalation(workspace: Workspace, alerts: list[Alert]) -> list[tuple[str, str, str]]:
+    """Advance each (alert, skill) counter one round; freeze or pause skills as the ladder says."""
+    actions: list[tuple[str, str, str]] = []
+
+    def change(p: profile.LubanProfile) -> None:
+        for alert in alerts:
+            if not alert.active:
+                continue
+            state = Escalation.from_dict(p.alert_counters.get(key(alert.name, alert.skill), {}))
+            state, action = observe(state, alert.fired)
+            p.alert_counters[key(alert.name, alert.skill)] = state.to_dict()
+            if action in ("record", "pause", "freeze", "recover", "false_recovery", "reset"):
+                actions.append((alert.name, alert.skill, action))
+            if state.frozen and alert.skill not in p.frozen:
+                p.frozen[alert.skill] = profile.FrozenSkill(reason=f"alert {alert.name} escalated 5 times", since=now_iso())
+
+    profile.update(workspace.profile, change)
+    return actions
+
+
+def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized: int) -> list[str]:
+    ids: list[str] = []
+    today = datetime.now(timezone.utc).date().isoformat()
+
+    def change(meta: meta_learnings.MetaLearnings) -> None:
+        for lesson in review.lessons:
+            ids.append(meta.add(lesson.section, today, lesson.title, lesson.fields).id)
+        meta.last_epoch_review = now_iso()
+        meta.skills_optimized_since_last_review = 0 if skills_optimized >= 2 else meta.skills_optimized_since_last_review + skills_optimized
+
+    meta_learnings.update(workspace.meta_learnings, change, created=now_iso())
+
+    def guard(p: profile.LubanProfile) -> None:
+        known = p.guarded_dims()
+        for dim, skills in review.oscillating_dims.items():
+            if dim not in known:
+                p.oscillation_guard.append(profile.OscillationGuard(dim=dim, since=now_iso(), skills=list(skills)))
+
+    profile.update(workspace.profile, guard)
+    return ids
+
+
+def write_health(workspace: Workspace, findings: list[HealthFinding]) -> None:
+    if not findings:
+        return
+    today = datetime.now(timezone.utc).date().isoformat()
+
+    def change(meta: meta_learnings.MetaLearnings) -> None:
+        for f in findings:
+            meta.add("评分系统健康度", today, f.check, {"severity": f.severity, "detail": f.detail})
+
+    meta_learnings.update(workspace.meta_learnings, change, created=now_iso())
+
+
+def write_report(workspace: Workspace, markdown: str, png: bytes, stamp: str) -> tuple[Path, Path]:
+    folder = workspace.mode_dir / "reports"
+    md, chart = folder / f"report-{stamp}.md", folder / f"report-{stamp}.png"
+    atomic_write(chart, png)
+    atomic_write(md, markdown + f"\n![score per round]({chart.name})\n")
+    return md, chart
