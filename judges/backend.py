@@ -70,6 +70,8 @@ class Backend(Protocol):
 
     def held_out(self, text: str, skill_name: str, files: frozenset[str], prompts: list[TestPrompt]) -> float | None: ...
 
+    def rewrite(self, text: str, skill_name: str, files: frozenset[str]) -> str | None: ...
+
 
 def _text(data: str | bytes) -> str:
     return normalize_text(data) if isinstance(data, str) else decode(data)
@@ -98,6 +100,11 @@ class OfflineBackend:
         from judges.offline_proposer import verified_candidates
 
         return verified_candidates(self, request)
+
+    def rewrite(self, text: str, skill_name: str, files: frozenset[str]) -> str | None:
+        from judges.offline_proposer import offline_rewrite
+
+        return offline_rewrite(self, _text(text), skill_name, files)
 
     def held_out(self, text, skill_name, files, prompts) -> float | None:
         """Offline there is no model to run: the held-out proxy is the heuristic workflow quality."""
@@ -165,6 +172,11 @@ class OnlineBackend:
 
         edit = propose_online(self.client, self.settings.editor_model, request, feedback)
         return [edit] if edit else []
+
+    def rewrite(self, text: str, skill_name: str, files: frozenset[str]) -> str | None:
+        from judges.proposer import rewrite_online
+
+        return rewrite_online(self.client, self.settings.editor_model, _text(text))
 
     def held_out(self, text, skill_name, files, prompts) -> float | None:
         return held_out_score(self.client, self.settings, self.cache, _text(text), files, prompts)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 import threading
 import time
 from dataclasses import dataclass, field
@@ -178,3 +180,14 @@ class LLMClient:
             return LLMError("unavailable", self.scrub(f"{where} kept failing with HTTP {err.status_code} after "
                                                       f"{self.settings.max_retries} retries"))
         return LLMError("unavailable", self.scrub(f"{where}: {type(err).__name__}: {err}"))
+
+
+def skill_messages(system_template: str, skill_text: str) -> list[dict[str, str]]:
+    """The instructions as the system message, the skill as data inside a fresh random delimiter.
+
+    The nonce is new on every call, so text inside the skill cannot close the
+    block and speak as the instructions (prompt injection).
+    """
+    nonce = secrets.token_hex(8)
+    return [{"role": "system", "content": system_template.format(nonce=nonce)},
+            {"role": "user", "content": f"<skill-{nonce}>\n{skill_text}\n</skill-{nonce}>"}]

@@ -46,3 +46,27 @@ def verified_candidates(backend, request) -> list[Edit]:
         if (after.score.dim(target).score or 0) > (before.score.dim(target).score or 0):
             good.append(edit)
     return good
+
+
+def offline_rewrite(backend, text: str, skill_name: str, files: frozenset[str], rounds: int = 8) -> str | None:
+    """Phase 2.5 offline: every verified strategy edit applied in turn — a restructuring no single
+    10 % edit could make — within the 150 % size cap. None when nothing applies."""
+    from judges.backend import ProposalRequest
+    from scoring.edits import SIZE_CAP
+
+    original, current = normalize_text(text), normalize_text(text)
+    for _ in range(rounds):
+        card = backend.evaluate(current, skill_name, files, "quick", []).score
+        weakest = sorted((d for d in card.dims if d.score is not None and d.score < 10), key=lambda d: -(10 - d.score) * d.weight)
+        applied = False
+        for dim in weakest:
+            for edit in verified_candidates(backend, ProposalRequest(current, skill_name, files, dim.dim)):
+                candidate = apply_edit(current, edit)
+                if len(candidate) <= SIZE_CAP * len(original):
+                    current, applied = candidate, True
+                    break
+            if applied:
+                break
+        if not applied:
+            break
+    return current if current != original else None

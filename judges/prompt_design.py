@@ -9,11 +9,10 @@ the offline design and says so.
 from __future__ import annotations
 
 import re
-import secrets
 
 from pydantic import ValidationError
 
-from judges.llm import BudgetExhausted, LLMClient, LLMError
+from judges.llm import BudgetExhausted, LLMClient, LLMError, skill_messages
 from judges.replies import last_json_object
 from scoring.document import SkillDocument
 from scoring.frontmatter_rules import quoted_phrases
@@ -61,10 +60,8 @@ def offline_prompts(doc: SkillDocument, skill_name: str) -> list[TestPrompt]:
 
 def design_prompts(client: LLMClient, model: str, doc: SkillDocument, skill_name: str) -> tuple[list[TestPrompt], str]:
     """(prompts, how they were made: 'llm' or 'offline fallback: <why>')."""
-    nonce = secrets.token_hex(8)
     try:
-        reply = client.chat("design:prompts", model, [{"role": "system", "content": DESIGN_SYSTEM.format(nonce=nonce)},
-                                                      {"role": "user", "content": f"<skill-{nonce}>\n{doc.text}\n</skill-{nonce}>"}])
+        reply = client.chat("design:prompts", model, skill_messages(DESIGN_SYSTEM, doc.text))
     except BudgetExhausted:
         raise
     except LLMError as err:

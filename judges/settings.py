@@ -102,8 +102,9 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
             return Secret(str(raw))
         if kind == "int":
             value: Any = int(raw)
-            if value < 1:
-                raise ValueError("must be at least 1")
+            least = 0 if name == "max_retries" else 1
+            if value < least:
+                raise ValueError(f"must be at least {least}")
             return value
         if kind == "float":
             value = float(raw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-_PAIR = re.compile(r"^([a-z_]+)=(.*)$")
+_PAIR = re.compile(r"^([a-z_][a-z0-9_]*)=(.*)$")
 
 
 def format_note(facts: dict[str, object], text: str = "") -> str:

@@ -55,6 +55,22 @@ class FileRatchet:
             atomic_write(ratchet.kept_path(skill), data, ops)
         return ratchet
 
+    @classmethod
+    def resume(cls, workspace: Workspace, skills: list[str], ops: FileOps = DEFAULT_OPS) -> tuple[FileRatchet, list[str]]:
+        """Continue with the latest snapshot; a SKILL.md that differs from its kept version is rolled back."""
+        snapshots = sorted(p for p in workspace.backups().glob("*") if p.is_dir()) if workspace.backups().exists() else []
+        if not snapshots:
+            raise FileNotFoundError(f"--resume: no quick-mode snapshot under {workspace.backups()}; start without --resume")
+        ratchet = cls(workspace, snapshots[-1], ops)
+        undone = []
+        for skill in skills:
+            remove_stale_temps(workspace.skill_file(skill).parent)
+            kept = ratchet.kept_path(skill)
+            if kept.exists() and kept.read_bytes() != workspace.skill_file(skill).read_bytes():
+                ratchet.rollback(skill)
+                undone.append(skill)
+        return ratchet, undone
+
     def kept_path(self, skill: str) -> Path:
         return self.workspace.skill_state(skill) / "SKILL.md.bak"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import git
 
-from workspace.atomic import remove_stale_temps
+from workspace.atomic import atomic_write, remove_stale_temps
 from workspace.layout import Workspace
 
 BRANCH_PREFIX = "auto-optimize/"
@@ -95,6 +95,24 @@ class GitRatchet:
         repo.git.checkout("-b", branch)  # keeps unrelated dirty files as they are
         return cls(workspace, repo, branch, original, list(skills))
 
+    @classmethod
+    def resume(cls, workspace: Workspace, skills: list[str], original: str) -> tuple[GitRatchet, list[str]]:
+        """Continue on the current auto-optimize branch; an edit applied but never decided is rolled back."""
+        repo = open_repository(workspace.skills_dir)
+        check_state(repo)
+        branch = repo.active_branch.name
+        if not branch.startswith(BRANCH_PREFIX):
+            raise GitStateError(f"--resume: {repo.working_tree_dir} is on '{branch}', not an {BRANCH_PREFIX}* branch; "
+                                "check out the run's branch first (git switch auto-optimize/…)")
+        ratchet = cls(workspace, repo, branch, original, list(skills))
+        undone = []
+        for skill in skills:
+            remove_stale_temps(workspace.skill_file(skill).parent)
+            if dirty_files(repo, workspace.skill_file(skill)):
+                ratchet.rollback(skill)
+                undone.append(skill)
+        return ratchet, undone
+
     def _path(self, skill: str) -> str:
         return os.path.relpath(self.workspace.skill_file(skill), self.repo.working_tree_dir)
 
@@ -104,6 +122,10 @@ class GitRatchet:
         with self.repo.git.custom_environment(**_identity_env(self.repo)):
             self.repo.git.commit("--allow-empty", "--no-verify", "-m", message, "--only", "--", path)
         return self.repo.head.commit.hexsha
+
+    def write_skill(self, skill: str, text: str | bytes) -> None:
+        """The one way an edit reaches a SKILL.md: an atomic write of that one file."""
+        atomic_write(self.workspace.skill_file(skill), text)
 
     def pre_edit(self, skill: str) -> str:
         """Commit the current SKILL.md so the edit that follows can always be undone."""
@@ -117,6 +139,15 @@ class GitRatchet:
         head = self.repo.head.commit.hexsha
         self.repo.git.checkout(head, "--", self._path(skill))
         return head
+
+    def rollback_to_previous_keep(self, skill: str) -> str:
+        """Undo the last kept edit (held-out Step B): the file as it was before that keep, committed."""
+        path = self._path(skill)
+        for commit in self.repo.iter_commits(f"{self.original}..HEAD", paths=path):
+            if commit.message.startswith(f"optimize: {skill} "):
+                self.repo.git.checkout(f"{commit.hexsha}^", "--", path)
+                return self._commit_only(skill, f"held-out-rollback: {skill} (undo {commit.hexsha[:12]})")
+        return self.repo.head.commit.hexsha  # nothing kept in this run: nothing to undo
 
     def restore_original(self, skill: str) -> str:
         """Return the skill to its state before the run, recorded as a commit on the run branch."""
@@ -135,7 +166,18 @@ def open_repository(skills_dir: Path) -> git.Repo:
         raise GitStateError(not_a_repository_message(skills_dir)) from None
     if repo.bare or repo.working_tree_dir is None:
         raise GitStateError(not_a_repository_message(skills_dir))
+    if Path(repo.working_tree_dir).resolve() != skills_dir.resolve() and _ignored(repo, skills_dir):
+        # an enclosing repository that ignores the skills cannot version them (e.g. a scratch copy)
+        raise GitStateError(not_a_repository_message(skills_dir) + f"\n  ({repo.working_tree_dir} git-ignores it)")
     return repo
+
+
+def _ignored(repo: git.Repo, path: Path) -> bool:
+    try:
+        repo.git.check_ignore("-q", "--", os.path.relpath(path.resolve(), repo.working_tree_dir))
+        return True
+    except git.GitCommandError:
+        return False
 
 
 def check_state(repo: git.Repo) -> None:

@@ -82,9 +82,13 @@ def write_health(workspace: Workspace, findings: list[HealthFinding]) -> None:
     meta_learnings.update(workspace.meta_learnings, change, created=now_iso())
 
 
-def write_report(workspace: Workspace, markdown: str, png: bytes, stamp: str) -> tuple[Path, Path]:
+def write_report(workspace: Workspace, markdown: str, png: bytes, stamp: str) -> tuple[Path, Path | None]:
+    """The report, and its chart beside it when there is one (a run stopped before any score has none)."""
     folder = workspace.mode_dir / "reports"
     md, chart = folder / f"report-{stamp}.md", folder / f"report-{stamp}.png"
+    if not png:
+        atomic_write(md, markdown)
+        return md, None
     atomic_write(chart, png)
     atomic_write(md, markdown + f"\n![score per round]({chart.name})\n")
     return md, chart

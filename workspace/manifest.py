@@ -57,6 +57,7 @@ class RunManifest(BaseModel):
     started: str
     operator: str
     branch: str | None = None
+    original: str | None = None  # the commit the run started from (what restore_original goes back to)
     files: list[TouchedFile] = Field(default_factory=list)
     pruned_backups: list[str] = Field(default_factory=list)
     pruned_rejected_edits: list[str] = Field(default_factory=list)
@@ -68,9 +69,9 @@ class ManifestWriter:
         self._save()
 
     @classmethod
-    def create(cls, run_dir: Path, mode: str, branch: str | None = None) -> ManifestWriter:
+    def create(cls, run_dir: Path, mode: str, branch: str | None = None, original: str | None = None) -> ManifestWriter:
         manifest = RunManifest(run_id=run_dir.name, mode=mode, started=datetime.now(timezone.utc).isoformat(),
-                               operator=operator(), branch=branch)
+                               operator=operator(), branch=branch, original=original)
         return cls(run_dir / "version_manifest.json", manifest)
 
     def touched(self, path: Path, before: bytes | None, after: bytes | None, action: str) -> None:
@@ -85,6 +86,10 @@ class ManifestWriter:
         self.manifest.pruned_backups += list(backups)
         self.manifest.pruned_rejected_edits += list(rejected)
         self._save()
+
+    @classmethod
+    def reopen(cls, path: Path) -> ManifestWriter:
+        return cls(path, RunManifest.model_validate_json(path.read_text(encoding="utf-8")))
 
     def _save(self) -> None:
         atomic_write(self.path, self.manifest.model_dump_json(indent=2) + "\n")

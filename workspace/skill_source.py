@@ -72,7 +72,7 @@ def read_skill(skill_file: Path) -> SkillSource:
     name = skill_dir.absolute().name
     shown = str(skill_file)
     try:
-        if skill_file.is_symlink() and not _inside(skill_file.resolve(), skill_dir.resolve()):
+        if skill_file.is_symlink() and not _inside(_resolve(skill_file), skill_dir.resolve()):
             return SkillSource(name, shown, error=f"{shown}: is a symlink to outside its skill directory; replace it with the file itself")
         info = skill_file.stat()
         if not stat.S_ISREG(info.st_mode):
@@ -94,12 +94,20 @@ def list_files(skill_dir: Path) -> frozenset[str]:
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
         for filename in filenames:
             full = Path(dirpath) / filename
-            if full.is_symlink() and not _inside(full.resolve(), root):
+            if full.is_symlink() and not _inside(_resolve(full), root):
                 continue  # a link out of the skill is not a file of the skill
             listed.add(full.relative_to(skill_dir).as_posix())
             if len(listed) >= _MAX_LISTED_FILES:
                 return frozenset(listed)
     return frozenset(listed)
+
+
+def _resolve(path: Path) -> Path:
+    """Where a link leads; a loop raises OSError (pathlib raises RuntimeError), which callers report."""
+    try:
+        return path.resolve()
+    except RuntimeError as err:  # Python < 3.13: a symlink loop
+        raise OSError(40, "too many levels of symbolic links (a symlink loop)", str(path)) from err
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -51,9 +51,12 @@ def meta_review(frame) -> MetaReview | None:
     strategy = attempts["note"].map(lambda n: parse_note(str(n))[0].get("strategy", "unspecified"))
     attempts = attempts.assign(strategy=strategy)
     lessons: list[Lesson] = []
-    kept = attempts[attempts["status"] == "keep"].groupby("strategy")["delta"].agg(["count", "mean"])
+    keeps = attempts[attempts["status"] == "keep"]
+    kept = keeps.groupby("strategy")["delta"].agg(["count", "mean"])
+    dims = keeps.groupby("strategy")["dim_changed"].agg(lambda d: d.mode().iloc[0] if len(d.mode()) else "")
     for name, row in kept[kept["count"] >= 2].sort_values("mean", ascending=False).iterrows():
-        lessons.append(Lesson("高收益改动", str(name), {"count": str(int(row["count"])), "mean_delta": f"{row['mean']:+.1f}"}))
+        lessons.append(Lesson("高收益改动", str(name), {"count": str(int(row["count"])), "mean_delta": f"{row['mean']:+.1f}",
+                                                    "dim": str(dims.get(name, ""))}))
     reverted = attempts[attempts["status"] == "revert"].groupby("strategy")["skill"].agg(["count", "nunique"])
     for name, row in reverted[reverted["count"] >= 2].iterrows():
         lessons.append(Lesson("低收益/拒绝改动", str(name), {"reverts": str(int(row["count"])), "skills": str(int(row["nunique"]))}))

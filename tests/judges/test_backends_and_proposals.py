@@ -174,3 +174,19 @@ def test_online_proposer_gives_up_after_three_refusals(server, tmp_path: Path):
     text, files = example("pr-review")
     proposal = propose_checked(online(server, tmp_path), ProposalRequest(text, "pr-review", files, "dim4"))
     assert proposal.edit is None and len(proposal.refusals) == 3 and len(server.chat_requests()) == 3
+
+
+def test_offline_rewrite_restructures_within_the_size_cap():
+    text, files = example("pr-review")
+    rewritten = OfflineBackend().rewrite(text, "pr-review", files)
+    assert rewritten is not None and len(rewritten) <= 1.5 * len(text)
+    assert score_skill(rewritten, "pr-review", files).total > score_skill(text, "pr-review", files).total
+
+
+def test_online_rewrite_reads_the_marked_reply(server, tmp_path: Path):
+    from tests.support.openai_server import reply
+
+    server.queue(reply("thinking...\n<rewritten>\n---\nname: pr-review\n---\n# New\n</rewritten>"), reply("no markers"))
+    backend = online(server, tmp_path)
+    assert backend.rewrite("# Old\n", "pr-review", frozenset()) == "---\nname: pr-review\n---\n# New\n"
+    assert backend.rewrite("# Old\n", "pr-review", frozenset()) is None

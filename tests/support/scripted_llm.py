@@ -47,6 +47,8 @@ def kind_of(request: Request) -> str:
         return "design"
     if "You improve an agent skill" in system:
         return "propose"
+    if "You rewrite an agent skill" in system:
+        return "rewrite"
     if "You have this skill loaded" in system:
         return "with_skill"
     return "baseline"
@@ -112,6 +114,11 @@ class LubanResponder:
         last = [l for l in skill.split("\n") if l.strip()][-1]
         return reply({"target_dim": "dim4", "old": "", "anchor": last, "new": "\n\n🛑 STOP: confirm before merging.",
                       "rationale": "add a STOP", "expected_gain": 3})
+
+    def _rewrite(self, request: Request) -> Scripted:
+        """Phase 2.5: the same skill with a STOP line before merging (what the rewrite tests score)."""
+        skill = skill_in(request).rstrip("\n")
+        return Scripted(body=_completion(f"<rewritten>\n{skill}\n\n🛑 STOP: confirm before merging.\n</rewritten>", 900, 400))
 
     def _with_skill(self, request: Request) -> Scripted:
         return Scripted(body=_completion("with-skill answer: followed the skill step by step.", 900, 60))

@@ -138,6 +138,21 @@ def test_not_a_repository_offers_init_git_or_quick(tmp_path: Path):
     assert "--init-git" in str(caught.value) and "--mode quick" in str(caught.value)
 
 
+def test_a_repository_that_ignores_the_skills_is_not_used(tmp_path: Path):
+    outer = git.Repo.init(tmp_path, initial_branch="main")
+    (tmp_path / ".gitignore").write_text("scratch/\n")
+    outer.git.add(".gitignore")
+    outer.index.commit("ignore scratch")
+    write_skill(tmp_path / "scratch" / "skills", "alpha", "x\n")
+    ws = Workspace.open(tmp_path / "scratch" / "skills", "full")
+    with pytest.raises(GitStateError, match="git-ignores it"):
+        GitRatchet.start(ws, ["alpha"], NOW)
+    init_repository(ws.skills_dir)
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    assert Path(ratchet.repo.working_tree_dir) == ws.skills_dir
+    assert outer.git.status("--porcelain") == ""  # the outer repository saw nothing
+
+
 def test_init_git_commits_the_current_state(tmp_path: Path, monkeypatch):
     write_skill(tmp_path / "skills", "alpha", "x\n")
     # no identity anywhere (as in CI): Luban commits under its own name

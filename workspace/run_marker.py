@@ -1,0 +1,42 @@
+"""Which Prefect flow run owns the records, so a run that Prefect executes again continues instead of starting over.
+
+A checkpoint in a served deployment suspends the root flow run; when it is
+answered, Prefect runs the whole flow again from the top with the same flow run
+id. Phase 0 finds this marker, takes the ``--resume`` path (same branch or
+backups, the recorded baseline, the next round), and the checkpoints already
+answered return their stored answers. The marker also says, while the run is
+suspended, what it waits for and how to answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from workspace.atomic import atomic_write
+
+
+def marker_path(workspace_root: Path, flow_run_id: str) -> Path:
+    return workspace_root / "runs" / f"{flow_run_id}.json"
+
+
+def load(workspace_root: Path, flow_run_id: str | None) -> dict[str, Any] | None:
+    """The marker of this flow run, or None (first execution, or not a Prefect run). A torn marker counts as none."""
+    if not flow_run_id:
+        return None
+    path = marker_path(workspace_root, flow_run_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def save(workspace_root: Path, flow_run_id: str | None, **fields: Any) -> None:
+    """Merge ``fields`` into the marker (one atomic write)."""
+    if not flow_run_id:
+        return
+    data = load(workspace_root, flow_run_id) or {"flow_run_id": flow_run_id}
+    data.update(fields)
+    atomic_write(marker_path(workspace_root, flow_run_id), json.dumps(data, indent=2, sort_keys=True) + "\n")
