@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean
+.PHONY: test demo install clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,11 +14,26 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-test: $(STAMP)
+# The Prefect UI test drives Debian's chromium; as root (CI) it is installed when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+		echo "warning: chromium is missing and this is not root: the Prefect UI test will fail (apt-get install chromium)"
+
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
 
+# The full pipeline on a scratch copy of skills/ (git-ignored), offline, approvals automatic.
+DEMO := workspace/demo
 demo: $(STAMP)
-	$(BIN)/luban score skills/
+	rm -rf $(DEMO) && mkdir -p $(DEMO)
+	cp -R skills $(DEMO)/skills
+	env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u PREFECT_API_URL PREFECT_HOME=$(CURDIR)/$(DEMO)/prefect-home \
+		$(BIN)/luban optimize --skills-dir $(DEMO)/skills --mode full --approval auto --init-git > $(DEMO)/run.json
+	@echo
+	@$(BIN)/luban score $(DEMO)/skills --fail-under 0 | tail -n 1
+	@echo "run summary:  $(CURDIR)/$(DEMO)/run.json"
+	@tail -n 1 $(DEMO)/run.json
 
 clean:
 	rm -rf $(VENV) workspace/demo

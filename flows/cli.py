@@ -146,6 +146,144 @@ def report(
     typer.echo(f"report: {md}\nchart:  {png}")
 
 
+def prefect_defaults(home: str | None = None) -> None:
+    """Environment Prefect needs here, set before Prefect is imported (an explicit setting always wins).
+
+    Without PREFECT_API_URL a flow starts a temporary API server, which takes
+    17–19 s on a fresh PREFECT_HOME: give it 120 s, and no analytics (no network).
+    """
+    import os
+
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
+    if home:
+        os.environ.setdefault("PREFECT_HOME", home)
+
+
+def _llm_flags(judge_model, target_model, editor_model, max_llm_calls) -> dict:
+    flags = {"judge_model": judge_model, "target_model": target_model, "editor_model": editor_model,
+             "max_llm_calls": max_llm_calls}
+    return {k: v for k, v in flags.items() if v is not None}
+
+
+@app.command()
+def optimize(
+    skills: Optional[List[str]] = typer.Argument(None, help="Skill names to optimize (default: all under --skills-dir)."),
+    skills_dir: str = typer.Option(..., "--skills-dir", help="The directory holding <name>/SKILL.md."),
+    mode: str = typer.Option("auto", "--mode", help="quick, full, or auto (the mode router decides)."),
+    approval: str = typer.Option("cli", "--approval", help="Who answers checkpoints: ui (Prefect UI), auto (safe defaults), cli."),
+    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", help="Rounds per skill (default 3 quick, 5 full)."),
+    budget: float = typer.Option(0.10, "--budget", help="Edit budget: Levenshtein distance ≤ budget × file length."),
+    workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
+    init_git: bool = typer.Option(False, "--init-git", help="Make the skills directory a git repository first (full mode)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue after a stop (kept edits and rejected edits are on disk)."),
+    approval_timeout: int = typer.Option(3600, "--approval-timeout", help="Seconds a ui checkpoint waits."),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model"),
+    target_model: Optional[str] = typer.Option(None, "--target-model"),
+    editor_model: Optional[str] = typer.Option(None, "--editor-model"),
+    max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls"),
+) -> None:
+    """Run the optimize-skills flow (Phases 0–6) locally."""
+    import json
+
+    prefect_defaults()
+    from flows.optimize import optimize_skills
+
+    try:
+        result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,  # type: ignore[arg-type]
+                                 max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
+                                 resume=resume, approval_timeout=approval_timeout,
+                                 llm=_llm_flags(judge_model, target_model, editor_model, max_llm_calls))
+    except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
+        typer.echo(f"luban optimize: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    typer.echo(f"report: {result['report']}")
+
+
+@app.command()
+def evaluate(
+    skills: Optional[List[str]] = typer.Argument(None, help="Skill names (default: all)."),
+    skills_dir: str = typer.Option(..., "--skills-dir"),
+    mode: str = typer.Option("quick", "--mode", help="quick or full."),
+    workspace: Optional[str] = typer.Option(None, "--workspace"),
+) -> None:
+    """Run Phases 0–1 only: score and record baselines; nothing is edited."""
+    import json
+
+    prefect_defaults()
+    from flows.optimize import evaluate_skills
+
+    try:
+        result = evaluate_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, workspace=workspace, approval="auto")
+    except Exception as err:  # noqa: BLE001
+        typer.echo(f"luban evaluate: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+
+
+@app.command()
+def unfreeze(
+    skill: str = typer.Argument(...),
+    skills_dir: str = typer.Option(..., "--skills-dir"),
+    workspace: Optional[str] = typer.Option(None, "--workspace"),
+) -> None:
+    """Lift a freeze or read-only protection a person has checked (the only way out of a permanent one)."""
+    from workspace import profile as profile_store
+    from workspace.file_ratchet import clear_readonly
+
+    cleared = []
+    for mode in ("quick", "full"):
+        ws = _workspace(skills_dir, mode, workspace)
+        if clear_readonly(ws, skill):
+            cleared.append(f"read-only protection ({mode})")
+    ws = _workspace(skills_dir, "full", workspace)
+    if skill in profile_store.load(ws.profile).frozen:
+        profile_store.update(ws.profile, lambda p: p.frozen.pop(skill, None))
+        cleared.append("freeze")
+    typer.echo(f"{skill}: lifted {', '.join(cleared)}" if cleared else f"{skill}: was neither frozen nor read-only")
+
+
+@app.command()
+def serve(limit: Optional[int] = typer.Option(None, "--limit", help="Most runs at once.")) -> None:
+    """Serve the deployments optimize-skills/batch and optimize-skills/evaluate (needs PREFECT_API_URL)."""
+    prefect_defaults()
+    from flows.serving import serve_forever
+
+    serve_forever(limit)
+
+
+@app.command()
+def pending() -> None:
+    """List flow runs paused at a checkpoint, waiting for an answer."""
+    from flows.serving import pending as list_pending
+
+    runs = list_pending()
+    if not runs:
+        typer.echo("no run is waiting for an answer")
+    for run in runs:
+        typer.echo(f"{run.id}  {run.flow}/{run.name}  checkpoint={run.checkpoint}  state={run.state}  since {run.since}")
+
+
+@app.command()
+def approve(
+    run_id: str = typer.Argument(..., help="The paused flow run's id (see 'luban pending')."),
+    reject: bool = typer.Option(False, "--reject", help="Answer no at the checkpoint."),
+    comment: str = typer.Option("", "--comment"),
+    choice: str = typer.Option("", "--choice", help="For checkpoints that offer choices."),
+) -> None:
+    """Answer a paused run's checkpoint, as the form in the Prefect UI does."""
+    from flows.serving import NotPaused, approve as answer
+
+    try:
+        answer(run_id, reject=reject, comment=comment, choice=choice)
+    except NotPaused as err:
+        typer.echo(f"luban approve: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{run_id}: {'rejected' if reject else 'approved'}")
+
+
 def _usage_error(message: str, command: str = "score") -> None:
     typer.echo(f"luban {command}: {message}", err=True)
     raise typer.Exit(2)

@@ -1,0 +1,143 @@
+"""The Prefect flows: ``optimize-skills`` (Phases 0–6) and ``evaluate-skills`` (Phases 0–1).
+
+Thin on purpose: each phase is a subflow with a name a person recognises in
+the Prefect UI, and the flow parameters are the whole run configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from typing import Any
+
+from prefect import flow, get_run_logger
+from pydantic import BaseModel, PrivateAttr
+
+from flows import phase_init, phase_optimize, phase_report
+from flows.checkpoints import Approval
+from flows.context import Run, RunOptions
+from judges.llm import BudgetExhausted
+from workspace import run_marker
+from workspace.lock import WorkspaceLock
+
+
+class RunRef(BaseModel):
+    """A phase subflow's parameter: what the Prefect API stores and shows is this summary; the live run
+    (backend, repository, every skill's score card) rides along privately. Passing the run itself would
+    make Prefect serialize all of it, which a batch of a few dozen skills takes past the API's 512 KB limit."""
+
+    skills_dir: str
+    mode: str
+    skills: list[str]
+    _run: Run = PrivateAttr()
+
+    @classmethod
+    def of(cls, run: Run) -> RunRef:
+        ref = cls(skills_dir=run.options.skills_dir, mode=run.mode, skills=list(run.skills)[:50])
+        ref._run = run
+        return ref
+
+
+@flow(name="phase-0-init", validate_parameters=False)
+def phase_0(options: RunOptions) -> Run:
+    return phase_init.init(options)
+
+
+@flow(name="phase-0.5-test-prompts", validate_parameters=False)
+def phase_0_5(ref: RunRef) -> bool:
+    return phase_init.design_prompts(ref._run)
+
+
+@flow(name="phase-1-baseline", validate_parameters=False)
+def phase_1(ref: RunRef) -> bool:
+    return phase_init.baseline(ref._run)
+
+
+@flow(name="phase-2-ratchet", validate_parameters=False)
+def phase_2(ref: RunRef) -> None:
+    phase_optimize.optimize_all(ref._run)
+
+
+@flow(name="phase-3-held-out-gate", validate_parameters=False)
+def phase_3(ref: RunRef) -> None:
+    phase_optimize.held_out_gate(ref._run)
+
+
+@flow(name="phase-5-report", validate_parameters=False)
+def phase_5(ref: RunRef) -> str:
+    return str(phase_report.report(ref._run))
+
+
+@flow(name="phase-6-meta-review", validate_parameters=False)
+def phase_6(ref: RunRef) -> list[str]:
+    return phase_report.review(ref._run)
+
+
+def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str, max_rounds: int | None, budget: float,
+             workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None) -> RunOptions:
+    if mode not in ("quick", "full", "auto"):
+        raise ValueError(f"mode must be quick, full or auto, not {mode!r}")
+    if approval not in ("ui", "auto", "cli"):
+        raise ValueError(f"approval must be ui, auto or cli, not {approval!r}")
+    if not 0 < budget <= 0.10:
+        raise ValueError(f"budget must be in (0, 0.10], got {budget}")
+    if llm and "api_key" in llm:
+        raise ValueError("never pass the API key as a parameter (it would be stored with the run); set OPENAI_API_KEY")
+    return RunOptions(skills_dir, tuple(skills or ()), mode, approval, max_rounds, budget, workspace, init_git, resume,  # type: ignore[arg-type]
+                      approval_timeout, llm=dict(llm or {}))
+
+
+def _lock_path(options: RunOptions):
+    from pathlib import Path
+
+    skills_dir = Path(options.skills_dir).resolve()
+    root = Path(options.workspace).resolve() if options.workspace else skills_dir.parent / "luban-workspace"
+    return root / "luban.lock"
+
+
+def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, Any]:
+    return {
+        "mode": run.mode, "branch": getattr(run.ratchet, "branch", None), "report": report_path, "stopped": run.stopped,
+        "skills": {s: asdict(o) for s, o in run.outcomes.items()}, "baselines": {s: e.score.total for s, e in run.baselines.items()},
+        "lessons": lessons, "notices": run.notices, "alerts": run.alerts,
+    }
+
+
+@flow(name="optimize-skills", log_prints=True)
+def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "auto", approval: Approval = "auto",
+                    max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
+                    init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
+                    llm: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6)."""
+    options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume, approval_timeout, llm)
+    with WorkspaceLock(_lock_path(options)) as lock:
+        if lock.warning():
+            get_run_logger().warning(lock.warning())
+        run = phase_0(options)
+        try:
+            if phase_0_5(RunRef.of(run)) and phase_1(RunRef.of(run)):
+                phase_2(RunRef.of(run))
+                phase_3(RunRef.of(run))
+        except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
+            run.stopped = f"budget: {err}"
+        report_path = phase_5(RunRef.of(run))
+        lessons = phase_6(RunRef.of(run))
+        run_marker.save(run.workspace.root, run.flow_run_id, state="finished", report=report_path, stopped=run.stopped)
+    get_run_logger().info("report: %s", report_path)
+    return summary(run, report_path, lessons)
+
+
+@flow(name="evaluate-skills", log_prints=True)
+def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "quick", workspace: str | None = None,
+                    approval: Approval = "auto", llm: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Phases 0–1 only: score every skill and record the baseline; nothing is edited."""
+    options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
+                      evaluate_only=True)
+    with WorkspaceLock(_lock_path(options)):
+        run = phase_0(options)
+        try:
+            phase_0_5(RunRef.of(run))
+            phase_1(RunRef.of(run))
+        except BudgetExhausted as err:
+            run.stopped = f"budget: {err}"
+        report_path = phase_5(RunRef.of(run))
+    return summary(run, report_path, [])

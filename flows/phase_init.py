@@ -1,0 +1,355 @@
+"""Phase 0 (init), Phase 0.5 (test prompts) and Phase 1 (baseline)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prefect import get_run_logger
+
+from flows.checkpoints import checkpoint
+from flows.context import Run, RunOptions
+from flows.events import emit
+from judges.backend import make_backend
+from judges.settings import resolve
+from scoring.governance.alerts import check_alerts, run_metrics
+from scoring.governance.mode_router import route
+from scoring.governance.roi import roi_precheck
+from workspace import meta_learnings, profile as profile_store, rejected_edits, run_marker, test_prompts
+from workspace.file_ratchet import FileRatchet, check_readonly
+from workspace.git_ratchet import GitRatchet, GitStateError, init_repository, open_repository
+from workspace.governance_records import apply_escalation, mode_history
+from workspace.layout import Workspace, new_stamped_dir
+from workspace.manifest import ManifestWriter, save_round_backup
+from workspace.results_tsv import ResultsFile
+
+
+class RunRefused(RuntimeError):
+    """The run cannot start; the message says why and what to do."""
+
+
+def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], records: int) -> tuple[str, list[str]]:
+    if options.mode in ("quick", "full"):
+        return options.mode, [f"mode {options.mode} given explicitly"]
+    routes = []
+    for skill in skills:
+        text = (skills_dir / skill / "SKILL.md").read_text(encoding="utf-8", errors="replace")
+        routes.append(route(text, text.count("\n") + 1, 0, 0, records))
+    decision = max(routes, key=lambda r: r.m)
+    reasons = [f"mode router: {decision.band} (M = {decision.m:.4f})", *decision.reasons]
+    suggested = decision.mode or "quick"
+    undecided = "\n\nThe router cannot decide on its own: choose." if decision.pause or decision.mode is None else ""
+    summary = "\n".join(f"- {r}" for r in reasons) + f"\n\nSuggested: {suggested}.{undecided}"
+    answer = checkpoint("mode", summary, options.approval, choices=("quick", "full"), default_choice=suggested,
+                        timeout=options.approval_timeout)
+    chosen = answer.choice if answer.choice in ("quick", "full") else suggested
+    return chosen, reasons + ([f"mode {chosen} chosen at the checkpoint ({answer.answered_by})"] if chosen != suggested else [])
+
+
+def _resume_ratchet(workspace: Workspace, skills: list[str]):
+    if workspace.mode == "quick":
+        ratchet, undone = FileRatchet.resume(workspace, skills)
+        return ratchet, ratchet.snapshot_dir, None, undone
+    manifests = sorted(workspace.backups().glob("*/version_manifest.json")) if workspace.backups().exists() else []
+    branch = open_repository(workspace.skills_dir).active_branch.name
+    match = [m for m in manifests if ManifestWriter.reopen(m).manifest.branch == branch]
+    if not match:
+        raise RunRefused(f"--resume: no recorded run on branch '{branch}' in {workspace.backups()}; start without --resume")
+    writer = ManifestWriter.reopen(match[-1])
+    ratchet, undone = GitRatchet.resume(workspace, skills, writer.manifest.original or "HEAD")
+    return ratchet, match[-1].parent, writer, undone
+
+
+def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str], now: datetime):
+    if options.evaluate_only:
+        return None, new_stamped_dir(workspace.mode_dir / "evaluations", now), None
+    if workspace.mode == "quick":
+        ratchet = FileRatchet.start(workspace, skills, now)
+        return ratchet, ratchet.snapshot_dir, None
+    try:
+        open_repository(workspace.skills_dir)
+    except GitStateError:
+        if not options.init_git:
+            raise
+        init_repository(workspace.skills_dir)
+    ratchet = GitRatchet.start(workspace, skills, now)
+    run_dir = new_stamped_dir(workspace.backups(), now)
+    return ratchet, run_dir, ManifestWriter.create(run_dir, "full", ratchet.branch, ratchet.original)
+
+
+def init(options: RunOptions) -> Run:
+    """Phase 0: settings, scope, mode, ratchet, records, profile, read-only checks, alerts."""
+    logger = get_run_logger()
+    skills_dir = Path(options.skills_dir).resolve()
+    if not skills_dir.is_dir():
+        raise RunRefused(f"--skills-dir {skills_dir} is not a directory")
+    available = sorted(p.parent.name for p in skills_dir.glob("*/SKILL.md"))
+    skills = list(options.skills) or available
+    missing = [s for s in skills if s not in available]
+    if missing:
+        raise RunRefused(f"no SKILL.md for {', '.join(missing)} under {skills_dir}; available: {', '.join(available) or 'none'}")
+    settings = resolve(options.llm, os.environ, Path(options.skills_dir) / "luban.toml")
+    probe = Workspace.open(skills_dir, "full", Path(options.workspace) if options.workspace else None)
+    flow_run_id = _root_flow_run_id()
+    marker = None if options.evaluate_only else run_marker.load(probe.root, flow_run_id)
+    if marker and marker.get("mode") in ("quick", "full"):  # Prefect runs a resumed suspension again from the top
+        options = replace(options, mode=marker["mode"], resume=True)
+    records = sum(len(ResultsFile(p).rows()) for p in probe.root.glob("*/*/results.tsv"))
+    unreadable = _unreadable(skills_dir, skills)  # before anything else reads them: a FIFO, a link out, a 50 MB file
+    skills = [s for s in skills if s not in unreadable]
+    mode, reasons = choose_mode(options, skills_dir, skills, records)
+    workspace = Workspace.open(skills_dir, mode, probe.root)  # type: ignore[arg-type]
+    now = datetime.now(timezone.utc)
+    undone: list[str] = []
+    if options.resume:
+        ratchet, run_dir, manifest, undone = _resume_ratchet(workspace, skills)
+    else:
+        ratchet, run_dir, manifest = _start_ratchet(options, workspace, skills, now)
+    backend = make_backend(settings, workspace.root / "cache" / "baseline")
+    run = Run(options, workspace, mode, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, manifest,  # type: ignore[arg-type]
+              flow_run_id=flow_run_id)
+    run.notices += reasons
+    if marker:
+        run.notices.append(f"flow run {flow_run_id} executed again after its checkpoint {marker.get('checkpoint')} was "
+                           "answered: continuing from the records")
+    if not options.evaluate_only:
+        run_marker.save(workspace.root, flow_run_id, mode=mode, state="running", skills_dir=str(skills_dir))
+    run.notices += [f"{s}: an edit applied but never scored was rolled back (resume)" for s in undone]
+    meta = meta_learnings.load(workspace.meta_learnings)
+    run.preferred_dims = frozenset(e.fields["dim"] for e in meta.sections.get("高收益改动", []) if e.fields.get("dim"))
+    for skill in skills:
+        repair = ResultsFile(workspace.results_tsv(skill)).ensure()
+        if repair:
+            run.notices.append(repair.message(workspace.results_tsv(skill)))
+        notice = check_readonly(workspace, skill)
+        if notice:
+            run.notices.append(notice)
+        run.buffers[skill] = _load_buffer(run, skill)
+    for skill, error in unreadable.items():
+        run.notices.append(f"{skill}: not optimized: {error}")
+        run.record(skill, 0, "error", None, facts={"stop": "unreadable"}, text=error)
+    run.skills = [s for s in skills if _allowed(run, s)]
+    _alerts(run)
+    logger.info("Phase 0: %s mode, %d skill(s) (%s), backend %s", mode, len(run.skills), ", ".join(run.skills), backend.name)
+    return run
+
+
+def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
+    """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out)."""
+    from flows.score_command import score_source
+    from workspace.skill_source import read_skill
+
+    found = {}
+    for skill in skills:
+        _, error = score_source(read_skill(skills_dir / skill / "SKILL.md"))
+        if error is not None:
+            found[skill] = error
+    return found
+
+
+def _root_flow_run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    return str(flow_run.root_flow_run_id) if flow_run.id else None
+
+
+def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:
+    path = run.workspace.rejected_edits(skill)
+    if not path.exists():
+        reverts = [r for r in ResultsFile(run.workspace.results_tsv(skill)).rows() if r.status == "revert"]
+        if reverts:
+            run.notices.append(f"{skill}: rejected_edits.md was missing; rebuilt it from {len(reverts)} revert row(s)")
+            buffer = rejected_edits.rebuild_from_results(skill, run.started.isoformat(), reverts)
+            rejected_edits.save(path, buffer)
+            return buffer
+    return rejected_edits.load(path, skill, run.started.isoformat())
+
+
+def _allowed(run: Run, skill: str) -> bool:
+    frozen = run.profile.frozen.get(skill)
+    if frozen is not None:
+        run.notices.append(f"{skill}: frozen since {frozen.since} ({frozen.reason}); 'luban unfreeze {skill}' lifts it")
+        run.record(skill, 0, "skip", None, facts={"stop": "frozen"}, text=frozen.reason)
+        return False
+    from workspace.file_ratchet import readonly_state
+
+    if readonly_state(run.workspace, skill):
+        run.notices.append(f"{skill}: under read-only protection; skipped")
+        return False
+    return True
+
+
+def _alerts(run: Run) -> None:
+    history = mode_history(run.workspace)
+    if history.empty:
+        return
+    alerts = [a for a in check_alerts(run_metrics(history)) if a.skill in run.skills]
+    for name, skill, action in apply_escalation(run.workspace, alerts):
+        run.alerts.append(f"{name} for {skill}: {action}")
+        emit("luban.alert", skill, {"event_type": name, "severity": action, "detail": next(a.message for a in alerts if a.name == name and a.skill == skill)})
+        if action in ("pause", "freeze") and skill in run.skills:
+            run.skills.remove(skill)
+            run.notices.append(f"{skill}: alert {name} escalated to {action}; skipped this run with a report in the alerts")
+
+
+def design_prompts(run: Run) -> bool:
+    """Phase 0.5: reuse test-prompts.json (ask: reuse / rewrite / append), or design them; confirm."""
+    from flows import tasks
+
+    for skill in run.skills:
+        path = run.workspace.test_prompts(skill)
+        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+        prompts, how = None, ""
+        if path.exists() and run.options.resume:  # the baseline's held-out score was measured on these prompts
+            prompts, how = _load_prompts(run, path), "reused (resume)"
+        elif path.exists():
+            answer = run.ask(f"test-prompts-{skill}", f"{path} exists",
+                             choices=("reuse", "rewrite", "append"), default_choice="reuse")
+            existing = _load_prompts(run, path) or []
+            if answer.choice == "reuse" and existing:
+                prompts, how = existing, "reused"
+            elif answer.choice == "append" and existing:
+                designed, how = tasks.design_prompts(run.backend, text, skill)
+                next_id = max(int(p.id) for p in existing if str(p.id).isdigit()) + 1 if existing else 1
+                prompts = existing + [p.model_copy(update={"id": next_id + i, "held_out": False}) for i, p in enumerate(designed)]
+        if prompts is None:
+            prompts, how = tasks.design_prompts(run.backend, text, skill)
+        prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
+        if marked:
+            run.notices.append(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
+        test_prompts.save(path, prompts)
+        run.prompts[skill] = prompts
+    summary = "\n".join(f"- {s}: {len(p)} prompts ({sum(x.held_out for x in p)} held out)" for s, p in run.prompts.items())
+    answer = run.ask("test-prompts", summary)
+    if not answer.approved:
+        run.stopped = ("no answer at the test-prompts checkpoint: resumable with 'luban optimize --resume'"
+                       if answer.timed_out else f"test prompts rejected: {answer.comment or 'edit test-prompts.json and run again'}")
+    return answer.approved
+
+
+def _load_prompts(run: Run, path: Path):
+    try:
+        return test_prompts.load(path)
+    except test_prompts.TestPromptsError as err:
+        run.notices.append(f"{err}; designing new prompts")
+        return None
+
+
+def consumer_check(run: Run) -> bool:
+    """Full mode, online: the target model's bare capability decides continue / quick / lite / block."""
+    if run.mode != "full" or run.backend.name == "offline":
+        run.consumer_baseline = f"not tested ({run.backend.name} backend)" if run.mode == "full" else "not tested (quick mode)"
+        return True
+    from judges.performance import consumer_baseline
+
+    capability, response = consumer_baseline(run.backend.client, run.backend.settings, run.backend.cache)  # type: ignore[attr-defined]
+    run.consumer_baseline = f"{capability}/10 → {response}" if capability is not None else "could not be measured → continue"
+    if response == "quick":
+        run.mode_quality = "quick"
+        run.notices.append("consumer baseline below the full threshold: degraded to quick evaluation (dry-run dim8, one judge)")
+    elif response == "lite":
+        run.mode_quality = "lite"
+        run.options = replace(run.options, budget=min(run.options.budget, 0.03), max_rounds=1)
+        run.notices.append("consumer baseline below the quick threshold: degraded to lite (format fixes only, ≤ 3 % budget)")
+    elif response == "block":
+        run.stopped = f"consumer capability insufficient ({capability}/10): fine-tune or use a stronger target model, or run in quick mode"
+        return False
+    return True
+
+
+def recorded_progress(run: Run, skill: str) -> tuple[float, int, str | None] | None:
+    """(baseline total, last recorded round, why it stopped or None) for the skill's last run."""
+    from scoring.notes import parse_note
+
+    rows = run.results(skill).rows()
+    starts = [i for i, r in enumerate(rows) if r.status == "baseline"]
+    if not starts or rows[starts[-1]].new_score is None:
+        return None
+    this = rows[starts[-1]:]
+    stops = [parse_note(r.note)[0].get("stop") for r in this]
+    stop = next((s for s in reversed(stops) if s and s != "budget"), None)
+    return rows[starts[-1]].new_score, max(r.round for r in this), stop
+
+
+def _resume_skill(run: Run, skill: str, progress: tuple[float, int, str | None]) -> None:
+    """--resume: keep the recorded baseline; score the current (kept) version as the best so far."""
+    from flows.ratchet import score_text
+
+    card = score_text(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+    run.baselines[skill] = run.best[skill] = card
+    run.resumed[skill] = progress
+    run.notices.append(f"{skill}: resumed after round {progress[1]} (baseline {progress[0]}, now {card.score.total})")
+
+
+def _baseline_skill(run: Run, skill: str) -> None:
+    from flows import tasks
+    from flows.ratchet import score_text, skill_files
+
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    card = score_text(run, skill, text)
+    held = tasks.held_out(run.backend, text, skill, skill_files(run, skill), run.prompts.get(skill, [])) if run.mode == "full" else None
+    run.baselines[skill] = card
+    tasks.record_row(run, skill, 0, "baseline", card, text="baseline", held_out=held)
+    save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
+    lowest = min(d.score for d in card.score.dims if d.score is not None)
+    deltas, days = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
+    roi = roi_precheck(card.score.total, lowest, deltas, days)
+    run.notices.append(f"{skill}: {roi.estimate}")
+    if roi.decision == "recommend_skip":
+        answer = run.ask(f"roi-{skill}", f"{skill}: {roi.reason}; {roi.estimate}. Optimize it anyway?", default_approve=False)
+        if not answer.approved:
+            roi = replace(roi, decision="skip", reason=f"{roi.reason} (skipped: {answer.answered_by})")
+    if roi.decision == "skip":
+        run.skills.remove(skill)
+        tasks.record_row(run, skill, 0, "skip", card, facts={"stop": "roi"}, text=roi.reason)
+    elif card.review_blocking:  # an open P0 (or three P1) blocks the next phase for this skill
+        run.skills.remove(skill)
+        tasks.record_row(run, skill, 0, "skip", card, facts={"stop": "review_blocked"},
+                         text="the review gate has open findings that block optimization; fix them first")
+
+
+def earlier_runs(rows, now: datetime) -> tuple[list[float], int | None]:
+    """Each earlier run's total kept Δ (oldest first), and the days since the last one started."""
+    totals: list[float] = []
+    last_start = None
+    for row in rows:
+        if row.status == "baseline":
+            totals.append(0.0)
+            last_start = row.timestamp
+        elif row.status == "keep" and totals:
+            totals[-1] = round(totals[-1] + (row.delta or 0), 1)
+    try:
+        days = (now - datetime.fromisoformat(last_start)).days if last_start else None
+    except (TypeError, ValueError):  # a hand-edited timestamp: the estimate just omits the age
+        days = None
+    return totals, days
+
+
+def baseline(run: Run) -> bool:
+    """Phase 1: score every skill (or, on --resume, take its recorded baseline), ROI precheck, score card, 🔴."""
+    if not run.options.resume and not consumer_check(run):
+        return False
+    for skill in list(run.skills):
+        progress = recorded_progress(run, skill) if run.options.resume else None
+        if progress is not None:
+            _resume_skill(run, skill, progress)
+            continue
+        if run.options.resume:
+            run.notices.append(f"{skill}: nothing recorded to resume; it gets a fresh baseline")
+        _baseline_skill(run, skill)
+    return _score_card_checkpoint(run)
+
+
+def _score_card_checkpoint(run: Run) -> bool:
+    """The score card as an artifact, then 🔴 'baseline' (asked again on --resume: the answer may have been no)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    rows = [f"| {s} | {c.score.total} | {c.score.deterministic_subtotal} | {c.eval_mode} |" for s, c in run.baselines.items()]
+    card_md = "| skill | total | deterministic | eval_mode |\n|---|---:|---:|---|\n" + "\n".join(rows)
+    create_markdown_artifact(card_md, key="baseline-score-card", description="Phase 1 baseline")
+    answer = run.ask("baseline", card_md)
+    if not answer.approved:
+        run.stopped = "stopped at the baseline checkpoint" + (" (no answer: resumable)" if answer.timed_out else f": {answer.comment}")
+    return answer.approved

@@ -1,0 +1,242 @@
+"""Phase 2 (the ratchet over skills), 2.5 (exploratory rewrite) and 3 (the held-out gate, Steps A–D)."""
+
+from __future__ import annotations
+
+import difflib
+
+from prefect import get_run_logger
+from prefect.artifacts import create_markdown_artifact
+
+from flows import tasks
+from flows.context import Run, SkillOutcome
+from flows.events import emit
+from flows.progress import progress
+from flows.ratchet import freeze, optimize_skill, reject, score_text, skill_files
+from scoring.formula import round1
+from workspace import meta_learnings, profile as profile_store
+from workspace.governance_records import now_iso
+from workspace.atomic import atomic_write
+from workspace.manifest import save_round_backup
+
+
+def optimize_all(run: Run) -> None:
+    """Skills in ascending baseline order; a 🔴 checkpoint after each; 'not good' restores the original."""
+    order = sorted(run.skills, key=lambda s: run.baselines[s].score.total)
+    with progress(order, run.max_rounds) as update:
+        _optimize_in_order(run, order, update)
+
+
+def _optimize_in_order(run: Run, order: list[str], update) -> None:
+    round_one_stops = 0
+    for skill in order:
+        if run.stopped:
+            break
+        before = _pre_run_version(run, skill)
+        outcome = _continue_or_start(run, skill, update)
+        update(skill, run.max_rounds, outcome.stop)
+        run.outcomes[skill] = outcome
+        if outcome.stop == "max_rounds":
+            outcome = run.outcomes[skill] = _at_max_rounds(run, skill, outcome)
+        save_round_backup(run.run_dir, skill, max(outcome.rounds, 1), run.workspace.skill_file(skill).read_bytes())
+        _review_skill(run, skill, before, outcome)
+        round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in ("bottleneck", "no_edit") else 0
+        if run.mode == "full" and round_one_stops >= 2:
+            exploratory_rewrite(run, min(order, key=lambda s: run.outcomes.get(s, outcome).after))
+            round_one_stops = 0
+
+
+def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
+    """🔴 at the round cap: one more round, an exploratory rewrite (the choice is the consent), or finish."""
+    answer = run.ask(f"max-rounds-{skill}", f"{skill} used all {run.max_rounds} rounds",
+                     choices=("one more round", "exploratory rewrite", "finish"), default_choice="finish")
+    if answer.choice == "one more round":
+        return _merge(outcome, optimize_skill(run, skill, max_rounds=1, start_round=outcome.rounds + 1))
+    if answer.choice == "exploratory rewrite":
+        exploratory_rewrite(run, skill, consented=answer.answered_by in ("ui", "cli"))
+    return outcome
+
+
+def _pre_run_version(run: Run, skill: str) -> bytes:
+    """What the skill's checkpoint diff starts from: on --resume, the version saved at this run's baseline."""
+    saved = run.run_dir / skill / "baseline.md"
+    if skill in run.resumed and saved.exists():
+        return saved.read_bytes()
+    return run.workspace.skill_file(skill).read_bytes()
+
+
+def _continue_or_start(run: Run, skill: str, update) -> SkillOutcome:
+    if skill not in run.resumed:
+        return optimize_skill(run, skill, on_round=update)
+    before, last_round, stop = run.resumed[skill]
+    current = run.best[skill].score.total
+    if stop is not None or last_round >= run.max_rounds:  # this skill had finished: nothing is repeated
+        return SkillOutcome(skill, before, current, last_round, stop or "max_rounds")
+    outcome = optimize_skill(run, skill, max_rounds=run.max_rounds - last_round, start_round=last_round + 1, on_round=update)
+    outcome.before = before
+    return outcome
+
+
+def _merge(first: SkillOutcome, extra: SkillOutcome) -> SkillOutcome:
+    return SkillOutcome(first.skill, first.before, extra.after, first.rounds + extra.rounds, extra.stop,
+                        first.kept + extra.kept, first.reverted + extra.reverted)
+
+
+def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) -> None:
+    after = run.workspace.skill_file(skill).read_bytes()
+    diff = "".join(difflib.unified_diff(before.decode().splitlines(True), after.decode().splitlines(True),
+                                        f"{skill}/SKILL.md (before)", f"{skill}/SKILL.md (after)")) or "(no change)\n"
+    base, best = run.baselines[skill], run.best.get(skill, run.baselines[skill])
+    deltas = "\n".join(f"| {d.dim} | {d.score} | {best.score.dim(d.dim).score} |" for d in base.score.dims)
+    summary = (f"**{skill}**: {outcome.before} → {outcome.after} in {outcome.rounds} round(s), stop: {outcome.stop}\n\n"
+               f"| dim | before | after |\n|---|---:|---:|\n{deltas}\n\n```diff\n{diff}```")
+    create_markdown_artifact(summary, key=f"skill-{_key(skill)}", description=f"Phase 2 result for {skill}")
+    answer = run.ask(f"skill-{skill}", summary)
+    if not answer.approved and not answer.timed_out:
+        run.ratchet.restore_original(skill)
+        tasks.record_row(run, skill, outcome.rounds + 1, "revert", base, old=outcome.after,
+                         facts={"stop": "user_rejected"}, text=f"restored the original: {answer.comment}")
+        outcome.after = outcome.before
+    elif answer.timed_out:
+        run.stopped = f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'"
+
+
+def _key(skill: str) -> str:
+    """An artifact key (lowercase ASCII letters, digits, dashes); a hash keeps two non-ASCII names apart."""
+    import hashlib
+
+    key = "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in skill.lower())
+    return key if key == skill else f"{key}-{hashlib.sha256(skill.encode()).hexdigest()[:8]}"
+
+
+def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
+    """Phase 2.5: rewrite one bottleneck skill, only with a person's consent, kept only if it beats the saved best.
+
+    Reached when two skills in a row stop in round 1 (🛑 asks first), or when a
+    person chose "exploratory rewrite" at a skill's max-rounds checkpoint (that choice is the consent).
+    """
+    if not consented:
+        answer = run.ask(f"rewrite-{skill}", f"🛑 STOP: two consecutive skills stopped in round 1. Rewrite {skill} "
+                         "from scratch (kept only if it beats the saved best)?", default_approve=False)
+        if not answer.approved:
+            run.notices.append(f"exploratory rewrite of {skill} proposed, not approved ({answer.answered_by})")
+            return
+    current = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    best = run.best.get(skill, run.baselines[skill])
+    atomic_write(run.run_dir / skill / "best-pre-rewrite.md", current)
+    rewritten = run.backend.rewrite(current, skill, skill_files(run, skill))
+    if rewritten is None or len(rewritten) > 1.5 * len(current):
+        run.notices.append(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
+        return
+    run.ratchet.pre_edit(skill)
+    run.ratchet.write_skill(skill, rewritten)
+    after = score_text(run, skill, rewritten)
+    round_no = run.outcomes[skill].rounds + 1 if skill in run.outcomes else 1
+    facts = {"strategy": "exploratory-rewrite"}
+    if round1(after.score.total) > round1(best.score.total):
+        delta = round1(after.score.total - best.score.total)
+        run.ratchet.keep(skill, delta, "rewrite")
+        run.best[skill] = after
+        tasks.record_row(run, skill, round_no, "keep", after, old=best.score.total, dim="rewrite", facts=facts,
+                         text="Phase 2.5 exploratory rewrite beat the saved best")
+        if skill in run.outcomes:
+            run.outcomes[skill].after = after.score.total
+    else:
+        run.ratchet.rollback(skill)
+        tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim="rewrite",
+                         facts=facts | {"stop": "rewrite_not_better"}, text="Phase 2.5 rewrite did not beat the saved best")
+
+
+def held_out_gate(run: Run) -> None:
+    """Phase 3 (full mode): the held-out prompts, and the design's Steps A–D when they decline."""
+    if run.mode != "full":
+        return
+    logger = get_run_logger()
+    step_b_streak = 0
+    for skill, outcome in list(run.outcomes.items()):
+        rows = run.results(skill).rows()
+        baseline_row = next((r for r in reversed(rows) if r.status == "baseline"), None)
+        base_held = baseline_row.held_out_score if baseline_row else None
+        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+        held = tasks.held_out(run.backend, text, skill, skill_files(run, skill), run.prompts.get(skill, []))
+        held = round1(held) if held is not None else None  # results.tsv keeps one decimal: compare like with like
+        if held is None or base_held is None or held >= base_held:
+            step_b_streak = 0
+            continue
+        main_delta, held_delta = round1(outcome.after - outcome.before), round1(held - base_held)
+        outcome.held_out_fail = True
+        logger.warning("%s: held-out %s < baseline %s (main Δ %+.1f, held-out Δ %+.1f)", skill, held, base_held, main_delta, held_delta)
+        step_b = main_delta > 0 and held_delta < 0
+        step_b_streak = step_b_streak + 1 if step_b else 0
+        if step_b:
+            _step_b(run, skill, outcome, base_held)
+        else:
+            _step_c(run, skill, main_delta, held_delta)
+        _step_d(run, skill, main_delta, held_delta, step_b_streak)
+
+
+def _step_b(run: Run, skill: str, outcome: SkillOutcome, base_held: float) -> None:
+    """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, and allow one limited round."""
+    last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == "keep"), None)
+    kept = run.kept_edits.get(skill, [])
+    if last_keep is None or not kept:
+        return
+    run.ratchet.rollback_to_previous_keep(skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
+    digest = reject(run, skill, kept.pop(), "held_out_degraded")  # the very edit, so it is never proposed again
+    emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
+                                   "to_version": run.commit(), "reason": "held_out_degraded"})
+    _tighten(run, skill, 0.05, "held-out overfitting (Step B)", scope="skill")
+    run.best[skill] = score_text(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+    tasks.record_row(run, skill, outcome.rounds + 1, "revert", run.best[skill], old=outcome.after, dim=last_keep.dim_changed,
+                     facts={"held_out_fail": "true", "step": "B", "sha256": digest},
+                     text="held-out declined while main rose: rolled back the last kept edit")
+    retry = optimize_skill(run, skill, max_rounds=1, start_round=outcome.rounds + 2)
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    again = tasks.held_out(run.backend, text, skill, skill_files(run, skill), run.prompts.get(skill, []))
+    outcome.after = retry.after
+    if again is not None and round1(again) < base_held:
+        _step_c(run, skill, round1(outcome.after - outcome.before), round1(again - base_held), double=True)
+
+
+def _step_c(run: Run, skill: str, main_delta: float, held_delta: float, double: bool = False) -> None:
+    """Systemic decline: suggest a rewrite, wait at most 300 s, then keep the current version and flag it."""
+    answer = run.ask(f"held-out-{skill}", f"{skill}: held-out and main both declined (main {main_delta:+.1f}, "
+                     f"held-out {held_delta:+.1f}); rewrite it (Phase 2.5)?",
+                     default_approve=False, timeout=min(300, run.options.approval_timeout))
+    flag = "held_out_double_fail" if double else "held_out_fail"
+    run.notices.append(f"{skill}: {flag}; kept the current version (rewrite {'approved' if answer.approved else 'not approved'})")
+
+    def queue(meta: meta_learnings.MetaLearnings) -> None:
+        meta.add("L1 待处理队列", now_iso()[:10], f"{skill}: {flag}", {"main_delta": f"{main_delta:+.1f}",
+                 "held_out_delta": f"{held_delta:+.1f}", "state": "awaiting review"})
+
+    meta_learnings.update(run.workspace.meta_learnings, queue, created=now_iso())
+
+
+def _step_d(run: Run, skill: str, main_delta: float, held_delta: float, step_b_streak: int) -> None:
+    if main_delta >= 8 and held_delta <= -3:
+        _tighten(run, skill, 0.05, "strong overfitting (Step D)", scope="global")
+    if main_delta >= 5 and held_delta <= -5:
+        freeze(run, skill, "extreme overfitting (Step D): frozen for 5 rounds", rounds=5)
+        last = run.buffers[skill].entries[-1] if run.buffers[skill].entries else None
+        if last is not None:
+            run.buffers[skill] = run.buffers[skill].with_status(last.number, "permanent_block")
+            from workspace.rejected_edits import save
+
+            save(run.workspace.rejected_edits(skill), run.buffers[skill])
+    if step_b_streak >= 2:
+        _tighten(run, skill, 0.05, "two skills in a row overfitted (Step B twice)", scope="global")
+
+
+def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> None:
+    previous = run.profile.edit_budget if scope == "global" else run.profile.budget_for(skill)
+
+    def change(p: profile_store.LubanProfile) -> None:
+        if scope == "global":
+            p.edit_budget = min(p.edit_budget, budget)
+        else:
+            p.skill_edit_budget[skill] = budget
+
+    run.profile = profile_store.update(run.workspace.profile, change)
+    emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
+                                         "previous_budget_percent": previous * 100, "scope": scope})
+    run.notices.append(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")

@@ -1,0 +1,77 @@
+"""Phase 5 (report: Markdown, chart, artifacts) and Phase 6 (epoch meta-review, then backup rotation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from flows.context import Run
+from scoring.dim8 import needs_full_test
+from scoring.governance.meta_review import meta_review
+from scoring.governance.report import RunFacts, chart_png, latest_runs, render
+from workspace.governance_records import mode_history, write_meta_review, write_report
+from workspace.manifest import rotate_backups
+
+
+def report(run: Run) -> Path:
+    frame = mode_history(run.workspace)
+    this_run = frame[frame["skill"].isin(list(run.baselines) + list(run.outcomes))] if not frame.empty else frame
+    usage = run.backend.usage.totals() if run.backend.usage else {}
+    notices = list(run.notices)
+    eval_modes = [str(m) for m in latest_runs(this_run)["eval_mode"]] if not this_run.empty else []
+    if run.mode == "full" and needs_full_test(eval_modes):
+        notices.append(_counter_example_6(run))
+    if run.stopped:
+        notices.append(f"run stopped early: {run.stopped}")
+    facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
+                     manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.consumer_baseline,
+                     usage=usage, alerts=tuple(run.alerts), notices=tuple(notices))
+    if this_run.empty:  # stopped before any score was recorded: the report still says why and what to do
+        markdown = (f"# Luban optimization report\n\nNo records yet.\n\n- Mode: {run.mode}\n"
+                    f"- Consumer baseline: {run.consumer_baseline}\n" + "".join(f"- Notice: {n}\n" for n in notices))
+    else:
+        markdown = render(this_run, facts)
+    md_path, _ = write_report(run.workspace, markdown, chart_png(this_run) if not this_run.empty else b"",
+                              run.started.strftime("%Y%m%d-%H%M%S"))
+    create_markdown_artifact(markdown, key="luban-report", description="Phase 5 report")
+    rows = this_run.astype(object).where(this_run.notna(), "").astype(str).to_dict(orient="records") if not this_run.empty else []
+    if rows:
+        create_table_artifact(rows, key="luban-results", description="results.tsv rows of this run")
+    for row in rows[-50:]:
+        get_run_logger().info("results.tsv %s round %s: %s %s→%s %s", row["skill"], row["round"], row["status"],
+                              row["old_score"], row["new_score"], row["note"][:120])
+    return md_path
+
+
+def _counter_example_6(run: Run) -> str:
+    """Over 30 % of dim8 scores were dry runs: run one real full test before reporting, or say why none ran."""
+    skill = next(iter(run.outcomes or run.baselines), None)
+    if run.backend.name == "offline" or skill is None:
+        return ("over 30 % of dim8 scores are dry runs and no full test could run "
+                f"({run.backend.name} backend): dim8 is not a measured result in this report")
+    from flows import tasks
+    from flows.ratchet import skill_files
+
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    card = run.backend.evaluate(text, skill, skill_files(run, skill), "full", run.prompts.get(skill, []))
+    tasks.record_row(run, skill, 99, "skip", card, facts={"check": "counter_example_6"},
+                     text="one full test because over 30 % of dim8 scores were dry runs")
+    return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"
+
+
+def review(run: Run) -> list[str]:
+    """Phase 6: with ≥ 2 skills optimized, lessons to meta_learnings.md and oscillations to the profile."""
+    ids: list[str] = []
+    optimized = [s for s, o in run.outcomes.items() if o.rounds > 0]
+    if len(optimized) >= 2:
+        frame = latest_runs(mode_history(run.workspace))
+        result = meta_review(frame[frame["skill"].isin(optimized)])
+        if result is not None:
+            ids = write_meta_review(run.workspace, result, len(optimized))
+    for skill in run.outcomes:
+        pruned = rotate_backups(run.workspace, run.run_dir, skill)
+        if pruned and run.manifest:
+            run.manifest.pruned(backups=pruned)
+    return ids

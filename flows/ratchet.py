@@ -1,0 +1,163 @@
+"""Phase 2: the ratchet for one skill — diagnose, propose, commit, score, record, keep or roll back.
+
+Every round changes one dimension with one edit. The edit is kept only when
+the new total, at one decimal, is strictly higher; otherwise the file goes back
+through the workspace (git checkout of that one path, or the .bak), the edit
+goes into rejected_edits.md, and the skill stops: it has hit its bottleneck.
+Two kept rounds in a row under +2 are the ceiling signal.
+"""
+
+from __future__ import annotations
+
+from judges.backend import Evaluation, ProposalRequest
+from judges.llm import BudgetExhausted
+from scoring.diagnosis import diagnose
+from scoring.edits import Edit
+from scoring.formula import is_improvement, round1
+from workspace.rejected_edits import save as save_rejected
+from workspace.skill_source import list_files
+from workspace.results_tsv import now_stamp
+from flows import tasks
+from flows.context import Run, SkillOutcome
+from flows.events import emit
+
+CEILING_DELTA = 2.0
+
+
+def backend_id(run: Run) -> str:
+    settings = getattr(run.backend, "settings", None)
+    if settings is None:
+        return "offline"
+    return f"openai:{settings.base_url}:{settings.judge_model}:{settings.target_model}:{settings.editor_model}"
+
+
+def skill_files(run: Run, skill: str) -> frozenset[str]:
+    return list_files(run.workspace.skill_file(skill).parent)
+
+
+def ever_reverted(run: Run, skill: str) -> bool:
+    """Whether any edit of this skill was ever reverted (the heterogeneous re-check's third trigger)."""
+    return any(r.status == "revert" for r in run.results(skill).rows())
+
+
+def score_text(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
+    mode = "quick" if run.mode_quality == "quick" else run.mode  # a weak target model: quick evaluation only
+    return tasks.evaluate(run.backend, backend_id(run), text, skill, tuple(sorted(skill_files(run, skill))), mode,
+                          run.prompts.get(skill, []), ever_reverted)
+
+
+def propose_for(run: Run, skill: str, text: str, card: Evaluation, exclude: frozenset[str]):
+    """The first dimension, in diagnosis order, for which the proposer has a checked edit."""
+    guarded = frozenset(run.profile.guarded_dims())
+    if run.mode_quality == "lite":  # lite: format fixes only
+        exclude = exclude | (frozenset(d.dim for d in card.score.dims) - {"dim7"})
+    buffer = run.buffers[skill]
+    for dim in diagnose(card.score, guarded, run.preferred_dims, exclude):
+        request = ProposalRequest(
+            text, skill, skill_files(run, skill), dim,
+            rationales=tuple(r for r in card.score.dim(dim).reasons[:3]),
+            active_rejections=tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:],
+            is_rejected=buffer.is_rejected, budget=run.budget_for(skill))
+        proposal = tasks.propose(run.backend, request)
+        if proposal.edit is not None:
+            return proposal
+    return None
+
+
+def reject(run: Run, skill: str, edit: Edit, reason: str, status: str = "active") -> str:
+    buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason, status,
+                                                   note=edit.describe())
+    run.buffers[skill] = buffer
+    save_rejected(run.workspace.rejected_edits(skill), buffer)
+    if pruned and run.manifest:
+        run.manifest.pruned(rejected=pruned)
+    return entry.sha256
+
+
+def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_round: int = 1,
+                   on_round=lambda skill, round_no, status: None) -> SkillOutcome:
+    best = run.best.get(skill) or run.baselines[skill]
+    outcome = SkillOutcome(skill, best.score.total, best.score.total, 0, "max_rounds")
+    small_gains = 0
+    last_round = start_round + (max_rounds or run.max_rounds) - 1
+    for round_no in range(start_round, last_round + 1):
+        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+        try:
+            proposal = propose_for(run, skill, text, best, frozenset())
+        except BudgetExhausted as err:
+            run.stopped = outcome.stop = f"budget: {err}"
+            break
+        if proposal is None:
+            tasks.record_row(run, skill, round_no, "skip", None, facts={"stop": "no_edit"}, text="no applicable edit for any dimension")
+            outcome.stop = "no_edit"
+            break
+        edit = proposal.edit
+        run.ratchet.pre_edit(skill)
+        run.ratchet.write_skill(skill, proposal.edited_text)
+        try:
+            after = score_text(run, skill, proposal.edited_text, ever_reverted(run, skill))
+        except BudgetExhausted as err:
+            run.ratchet.rollback(skill)
+            run.stopped = outcome.stop = f"budget: {err}"
+            tasks.record_row(run, skill, round_no, "skip", None, dim=edit.target_dim, facts={"stop": "budget"},
+                             text="LLM budget reached before this edit could be scored; rolled back")
+            break
+        facts = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
+                 "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
+        outcome.rounds = round_no - start_round + 1
+        on_round(skill, round_no, f"Δ {after.score.total - best.score.total:+.1f}")
+        if after.disagreements or after.review_blocking:
+            why = (f"judges disagree by more than 3 points on {', '.join(after.disagreements)}" if after.disagreements
+                   else "the review gate has an open P0 (or three open P1)")
+            answer = run.ask(f"judges-{skill}", f"{skill} round {round_no}: {why}. Keep this edit?", default_approve=False)
+            if not (answer.approved and is_improvement(best.score.total, after.score.total)) or after.review_blocking:
+                run.ratchet.rollback(skill)
+                facts["sha256"] = reject(run, skill, edit, "user_manual" if answer.answered_by in ("ui", "cli") else "score_regression")
+                stop = "disagreement" if after.disagreements else "review_blocked"
+                tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
+                                 facts=facts | {"stop": stop}, text=f"{why}; {answer.answered_by}: {answer.comment}",
+                                 edit_pct=proposal.edit_pct)
+                outcome.stop, outcome.reverted = stop, outcome.reverted + 1
+                break
+        if after.safety_veto:
+            run.ratchet.rollback(skill)
+            facts["sha256"] = reject(run, skill, edit, "safety_frozen")
+            tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
+                             facts=facts | {"stop": "safety_veto"}, text=edit.describe(), edit_pct=proposal.edit_pct)
+            freeze(run, skill, "Safety red line hit by a judge", rounds=None)
+            outcome.stop, outcome.reverted = "safety_veto", outcome.reverted + 1
+            break
+        if is_improvement(best.score.total, after.score.total):
+            delta = round1(after.score.total - best.score.total)
+            run.ratchet.keep(skill, delta, edit.target_dim)
+            tasks.record_row(run, skill, round_no, "keep", after, old=best.score.total, dim=edit.target_dim,
+                             facts=facts, text=edit.describe(), edit_pct=proposal.edit_pct)
+            best, outcome.after, outcome.kept = after, after.score.total, outcome.kept + 1
+            run.best[skill] = best
+            run.kept_edits.setdefault(skill, []).append(edit)
+            small_gains = small_gains + 1 if delta < CEILING_DELTA else 0
+            if small_gains >= 2:
+                outcome.stop = "ceiling"
+                break
+        else:
+            run.ratchet.rollback(skill)
+            facts["sha256"] = reject(run, skill, edit, "score_regression")
+            tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
+                             facts=facts | {"stop": "bottleneck"}, text=edit.describe(), edit_pct=proposal.edit_pct)
+            emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
+                                           "to_version": run.commit() or "kept", "reason": "score_regression"})
+            outcome.stop, outcome.reverted = "bottleneck", outcome.reverted + 1
+            break
+    return outcome
+
+
+def freeze(run: Run, skill: str, reason: str, rounds: int | None) -> None:
+    from workspace import profile as profile_store
+    from workspace.governance_records import now_iso
+
+    def change(p: profile_store.LubanProfile) -> None:
+        p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), rounds_left=rounds)
+
+    run.profile = profile_store.update(run.workspace.profile, change)
+    emit("luban.freeze", skill, {"skill_path": str(run.workspace.skill_file(skill)), "freeze_scope": "current",
+                                 "reason": reason, "duration_rounds": rounds})

@@ -1,0 +1,117 @@
+"""A real Prefect server on loopback and `luban serve`, for the tests that need more than the harness."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.request import urlopen
+
+
+from tests.conftest import REPO_ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.5)
+    logs = "".join(f"\n--- {p.name}\n" + p.read_text(errors="replace")[-3000:] for p in sorted(Path(os.environ.get("LUBAN_SERVER_HOME", "/nonexistent")).glob("*.log")))
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{logs}")
+
+
+def prefect_server_env(tmp_path_factory):
+    """`prefect server start` on loopback, with its own PREFECT_HOME; stopped at the end."""
+    port = free_port()
+    home = tmp_path_factory.mktemp("prefect-server-home")
+    env = dict(os.environ, PREFECT_HOME=str(home), PREFECT_SERVER_API_PORT=str(port), PREFECT_SERVER_API_HOST="127.0.0.1",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_API_URL=f"http://127.0.0.1:{port}/api",
+               PREFECT_RUNNER_POLL_FREQUENCY="1", PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false")
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(name, None)
+    log = open(home / "server.log", "w")
+    server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                              env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def healthy():
+        try:
+            return urlopen(f"http://127.0.0.1:{port}/api/health", timeout=2).status == 200
+        except OSError:
+            return False
+
+    os.environ["LUBAN_SERVER_HOME"] = str(home)  # where wait_for finds the logs to show on a timeout
+    try:
+        wait_for(healthy, 120, "prefect server start")
+        yield env
+    finally:
+        server.terminate()
+        server.wait(30)
+        log.close()
+
+
+def cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
+
+
+
+def start_batch(env: dict, skills_dir: Path, skill: str, approval_timeout: int = 300, *params: str) -> subprocess.Popen:
+    """`luban serve`, wait for the deployments, then `prefect deployment run` one quick batch."""
+    log = open(Path(env["PREFECT_HOME"]) / f"serve-{skill}.log", "w")
+    serve = subprocess.Popen([str(BIN / "luban"), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+
+    def deployed():
+        listing = cli(env, str(BIN / "prefect"), "deployment", "ls")
+        return "optimize-skills/batch" in listing.stdout and "optimize-skills/evaluate" in listing.stdout
+
+    wait_for(deployed, 90, "luban serve to register the deployments")
+    started = cli(env, str(BIN / "prefect"), "deployment", "run", "optimize-skills/batch",
+                  "-p", f"skills_dir={skills_dir}", "-p", "mode=quick", "-p", "max_rounds=1",
+                  "-p", f'skills=["{skill}"]', "-p", f"approval_timeout={approval_timeout}", *params)
+    assert started.returncode == 0, started.stdout + started.stderr
+    return serve
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def pending_checkpoints(env: dict) -> list[tuple[str, str, str]]:
+    """(run id, checkpoint, state) for each run `luban pending` lists."""
+    found = []
+    for line in cli(env, str(BIN / "luban"), "pending").stdout.splitlines():
+        if "checkpoint=" in line:
+            found.append((line.split()[0], line.split("checkpoint=")[1].split()[0], line.split("state=")[1].split()[0]))
+    return found
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def batch_finished(env: dict) -> bool:
+    """True once the one optimize-skills run on this server completed; fails fast if it failed or crashed."""
+    import json
+
+    listing = cli(env, str(BIN / "prefect"), "flow-run", "ls", "--flow-name", "optimize-skills", "-o", "json")
+    states = [r["state_type"] for r in json.loads(listing.stdout or "[]")]
+    assert "FAILED" not in states and "CRASHED" not in states, listing.stdout
+    return states == ["COMPLETED"]

@@ -1,0 +1,115 @@
+"""The real optimize-skills flow (Prefect test harness) over the example skills and corpus copies, offline."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import git
+import pytest
+
+from flows.optimize import evaluate_skills, optimize_skills
+from scoring.notes import parse_note
+from workspace import meta_learnings, rejected_edits
+from workspace.results_tsv import ResultsFile
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
+
+def rows(workspace: Path, mode: str, skill: str):
+    return ResultsFile(workspace / mode / skill / "results.tsv").rows()
+
+
+def test_full_run_keeps_only_improvements_and_records_everything(example_skills: Path):
+    originals = {p.parent.name: p.read_bytes() for p in example_skills.glob("*/SKILL.md")}
+    result = optimize_skills(skills_dir=str(example_skills), mode="full", approval="auto", init_git=True)
+    workspace = example_skills.parent / "luban-workspace"
+    repo = git.Repo(example_skills)
+    assert repo.active_branch.name == result["branch"] and result["branch"].startswith("auto-optimize/")
+    assert repo.git.status("--porcelain") == ""
+    run_commits = list(repo.iter_commits())[:-1]  # everything after `--init-git`'s commit of the original state
+    assert run_commits and {c.message.split(":")[0] for c in run_commits} <= {"pre-edit", "optimize", "held-out-rollback", "restore-original"}
+    for commit in run_commits:
+        assert len(commit.stats.files) <= 1 and all(f.endswith("/SKILL.md") for f in commit.stats.files)
+    reverted = 0
+    for skill, outcome in result["skills"].items():
+        history = rows(workspace, "full", skill)
+        assert history[0].status == "baseline" and history[0].round == 0
+        assert outcome["after"] >= outcome["before"]  # never worse
+        assert outcome["stop"] in ("ceiling", "bottleneck", "max_rounds", "no_edit")
+        for row in history:
+            if row.status in ("keep", "revert"):
+                assert row.edit_pct is not None and row.edit_pct <= 10.0  # the edit budget, enforced in code
+                assert row.eval_mode == "fallback_dry" and row.judge_count == 0  # offline, and it says so
+            if row.status == "keep":
+                assert row.delta is not None and row.delta > 0
+        keeps = [r for r in history if r.status == "keep"]
+        assert sum(r.delta for r in keeps) == pytest.approx(outcome["after"] - outcome["before"], abs=0.15)
+        for row in (r for r in history if r.status == "revert"):
+            reverted += 1
+            digest = parse_note(row.note)[0]["sha256"]
+            buffer = rejected_edits.load(workspace / "full" / skill / "rejected_edits.md", skill, "")
+            assert any(e.sha256 == digest and e.reason == "score_regression" for e in buffer.entries)
+        on_disk = (example_skills / skill / "SKILL.md").read_bytes()
+        assert on_disk == repo.commit("HEAD").tree[f"{skill}/SKILL.md"].data_stream.read()  # every version is committed
+        assert (on_disk != originals[skill]) == (outcome["after"] > outcome["before"])
+    assert reverted >= 1 and sum(o["kept"] for o in result["skills"].values()) >= 4
+    assert Path(result["report"]).exists() and "## Health dashboard" in Path(result["report"]).read_text()
+    assert meta_learnings.load(workspace / "meta_learnings.md").sections["高收益改动"]
+    manifest = next((workspace / "full" / "backups").glob("*/version_manifest.json"))
+    assert json.loads(manifest.read_text())["branch"] == result["branch"]
+
+
+def test_quick_run_on_corpus_copies_touches_only_skill_files(corpus_dir: Path, tmp_path: Path):
+    skills = tmp_path / "skills"
+    for name in ("huashu-proofreading", "huashu-md-to-pdf", "internal-comms"):
+        source = next(corpus_dir.rglob(f"{name}/SKILL.md")).parent
+        shutil.copytree(source, skills / name)
+    before = {p: p.read_bytes() for p in skills.rglob("*") if p.is_file()}
+    result = optimize_skills(skills_dir=str(skills), mode="quick", approval="auto", max_rounds=2)
+    after = {p: p.read_bytes() for p in skills.rglob("*") if p.is_file()}
+    assert set(after) == set(before)  # no file added or removed in the skills directory
+    changed = {p for p in before if before[p] != after[p]}
+    assert changed and all(p.name == "SKILL.md" for p in changed)
+    workspace = tmp_path / "luban-workspace"
+    snapshot = next((workspace / "quick" / "backups").iterdir())
+    for name in ("huashu-proofreading", "huashu-md-to-pdf", "internal-comms"):
+        assert (snapshot / name / "SKILL.md").read_bytes() == before[skills / name / "SKILL.md"]
+        assert all(r.status != "error" for r in rows(workspace, "quick", name))
+        assert result["skills"][name]["rounds"] <= 2
+    assert not (workspace / "full").exists()  # quick mode writes nothing into full mode's records
+
+
+def test_evaluate_scores_and_edits_nothing(example_skills: Path):
+    before = {p: p.read_bytes() for p in example_skills.rglob("*") if p.is_file()}
+    result = evaluate_skills(skills_dir=str(example_skills), mode="quick")
+    assert {p: p.read_bytes() for p in example_skills.rglob("*") if p.is_file()} == before
+    assert set(result["baselines"]) == {"api-changelog", "db-migration", "pr-review", "weekly-report-zh"}
+    assert not (example_skills / ".git").exists()
+
+
+def test_full_mode_without_git_refuses_with_the_choices(example_skills: Path):
+    from prefect.exceptions import PrefectException
+
+    with pytest.raises(Exception) as caught:
+        optimize_skills(skills_dir=str(example_skills), mode="full", approval="auto")
+    assert "--init-git" in str(caught.value) and "--mode quick" in str(caught.value)
+    del PrefectException
+
+
+def test_roi_precheck_asks_when_three_runs_gained_little_and_batch_skips(example_skills: Path):
+    from workspace.results_tsv import ResultRow
+
+    history = ResultsFile(example_skills.parent / "luban-workspace" / "quick" / "pr-review" / "results.tsv")
+    history.ensure()
+    for day in (1, 2, 3):  # three earlier runs, each kept +0.5 in total
+        history.append(ResultRow(f"2026-11-0{day}T10:00:00+00:00", "pr-review", 0, "baseline", "quick", new_score=50.0))
+        history.append(ResultRow(f"2026-11-0{day}T10:01:00+00:00", "pr-review", 1, "keep", "quick", old_score=50.0,
+                                 new_score=50.5, delta=0.5, edit_pct=2.0, note="strategy=s"))
+    original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
+    result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto")
+    last = ResultsFile(history.path).rows()[-1]
+    assert last.status == "skip" and "stop=roi" in last.note and "gained less than 1 point (skipped: auto)" in last.note
+    assert any("optimized 3 time(s), last +0.5" in n for n in result["notices"])
+    assert result["skills"] == {} and (example_skills / "pr-review" / "SKILL.md").read_bytes() == original

@@ -1,0 +1,259 @@
+"""The real flow against the scripted loopback LLM server: full mode, and the held-out gate's Steps A–D."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+import pytest
+
+from flows.optimize import optimize_skills
+from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, reply
+from tests.support.scripted_llm import LubanResponder, kind_of, messages_json
+from workspace import meta_learnings, profile, rejected_edits
+from workspace.results_tsv import ResultsFile
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
+STOP_LINE = "🛑 STOP: confirm before merging."
+HELD_OUT = "look over branch fix-login"
+
+
+class GateResponder(LubanResponder):
+    """The with-skill answer says whether the STOP edit is in the skill; the grader scores held-out on that."""
+
+    def __init__(self, held_after: float, main_after: float = 8, judge_after: int | None = None):
+        super().__init__()
+        self.held_after, self.main_after, self.judge_after = held_after, main_after, judge_after
+
+    def _with_skill(self, request):
+        edited = STOP_LINE in request.body["messages"][0]["content"]
+        return Scripted(body=completion("with-skill answer" + (" [edited]" if edited else ""), 900, 60))
+
+    def _grade(self, request):
+        user = request.body["messages"][1]["content"]
+        edited = "[edited]" in user
+        accuracy = (self.held_after if HELD_OUT in user else self.main_after) if edited else 8
+        return reply({"accuracy": accuracy, "baseline_accuracy": 6, "safety": 10, "compliance": 9,
+                      "safety_red_line": False, "rationale": "scripted"})
+
+    def _judge(self, request):
+        if self.judge_after is not None and STOP_LINE in request.body["messages"][1]["content"]:
+            self.judge_scores = [{"dim2": self.judge_after, "dim3": self.judge_after, "dim5": self.judge_after, "dim6": self.judge_after}]
+        else:
+            self.judge_scores = [{"dim2": 7, "dim3": 6, "dim5": 7, "dim6": 8}]
+        return super()._judge(request)
+
+
+def run_online(example_skills: Path, monkeypatch, responder: LubanResponder, **kwargs):
+    server = ScriptedOpenAI()
+    server.responder = responder
+    with server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0001")
+        kwargs.setdefault("skills", ["pr-review"])
+        kwargs.setdefault("approval", "auto")
+        result = optimize_skills(skills_dir=str(example_skills), mode="full", init_git=True,
+                                 llm={"judge_model": "judge-a", "target_model": "target-m", "editor_model": "editor-e",
+                                      "max_retries": 0}, **kwargs)
+    return result, server
+
+
+def history(example_skills: Path):
+    return ResultsFile(example_skills.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv").rows()
+
+
+def test_full_mode_over_http_judges_twice_and_measures(example_skills: Path, monkeypatch):
+    result, server = run_online(example_skills, monkeypatch, GateResponder(held_after=8))
+    rows = history(example_skills)
+    assert rows[0].status == "baseline" and rows[0].eval_mode == "full_test" and rows[0].judge_count == 2
+    assert rows[0].held_out_score == 8.0
+    keep = next(r for r in rows if r.status == "keep")
+    assert keep.dim_changed == "dim4" and keep.delta == 6.0
+    assert result["skills"]["pr-review"]["stop"] == "bottleneck"  # the second STOP changes nothing: reverted
+    kinds = [r for r in server.chat_requests() if "You have this skill loaded" not in str(r.body)]
+    assert any("independent judge" in str(r.body) for r in kinds)
+    assert (example_skills / "pr-review" / "SKILL.md").read_text().rstrip().endswith(STOP_LINE)
+
+
+def test_step_b_overfitting_rolls_back_rejects_and_tightens(example_skills: Path, monkeypatch):
+    original = (example_skills / "pr-review" / "SKILL.md").read_text()
+    result, _ = run_online(example_skills, monkeypatch, GateResponder(held_after=7))
+    repo = git.Repo(example_skills)
+    assert any(c.message.startswith("held-out-rollback: pr-review") for c in repo.iter_commits())
+    assert (example_skills / "pr-review" / "SKILL.md").read_text() == original
+    workspace = example_skills.parent / "luban-workspace"
+    buffer = rejected_edits.load(workspace / "full" / "pr-review" / "rejected_edits.md", "pr-review", "")
+    assert [e.reason for e in buffer.entries].count("held_out_degraded") == 1
+    assert profile.load(workspace / "luban-profile.json").skill_edit_budget["pr-review"] == 0.05
+    rows = history(example_skills)
+    assert any("step=B" in r.note for r in rows)
+    assert rows[-1].status == "skip"  # the limited extra round found nothing new: the edit is rejected for good
+    assert result["skills"]["pr-review"]["held_out_fail"] is True
+
+
+def test_step_c_systemic_decline_keeps_the_version_and_queues_it(example_skills: Path, monkeypatch):
+    class Declining(GateResponder):
+        held_calls = 0
+
+        def _grade(self, request):
+            if HELD_OUT in request.body["messages"][1]["content"]:
+                Declining.held_calls += 1
+                return reply({"accuracy": 8 if Declining.held_calls == 1 else 5, "baseline_accuracy": 6, "safety": 10,
+                              "compliance": 9, "safety_red_line": False})
+            return super()._grade(request)
+
+        def _propose(self, request):  # an edit that cannot raise the total: nothing is kept, main Δ = 0
+            return reply({"target_dim": "dim5", "old": "Link to the line.", "new": "Link to the exact line.", "rationale": "r"})
+
+    result, _ = run_online(example_skills, monkeypatch, Declining(held_after=8))
+    workspace = example_skills.parent / "luban-workspace"
+    assert result["skills"]["pr-review"]["kept"] == 0 and result["skills"]["pr-review"]["held_out_fail"] is True
+    queue = meta_learnings.load(workspace / "meta_learnings.md").sections["L1 待处理队列"]
+    assert queue and queue[0].title == "pr-review: held_out_fail"
+    assert any("held_out_fail; kept the current version" in n for n in result["notices"])
+
+
+def test_step_d_strong_overfitting_tightens_the_global_budget(example_skills: Path, monkeypatch):
+    # main: +6 (dim4) + judges 7→9 on dim2/3/5/6 (≈ +8) ≥ 8; held-out 8 → 5 (−3)
+    run_online(example_skills, monkeypatch, GateResponder(held_after=5, judge_after=9))
+    workspace = example_skills.parent / "luban-workspace"
+    assert profile.load(workspace / "luban-profile.json").edit_budget == 0.05
+
+
+def test_step_d_extreme_overfitting_freezes_and_blocks_permanently(example_skills: Path, monkeypatch):
+    run_online(example_skills, monkeypatch, GateResponder(held_after=3))
+    workspace = example_skills.parent / "luban-workspace"
+    frozen = profile.load(workspace / "luban-profile.json").frozen["pr-review"]
+    assert frozen.rounds_left == 5 and "extreme overfitting" in frozen.reason
+    buffer = rejected_edits.load(workspace / "full" / "pr-review" / "rejected_edits.md", "pr-review", "")
+    assert buffer.entries[-1].status == "permanent_block"
+
+
+def test_budget_stop_ends_cleanly_and_keeps_the_records(example_skills: Path, monkeypatch):
+    server = ScriptedOpenAI()
+    server.responder = GateResponder(held_after=8)
+    with server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0002")
+        result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="full", approval="auto",
+                                 init_git=True, llm={"judge_model": "judge-a", "max_llm_calls": 38, "max_retries": 0})
+    rows = history(example_skills)
+    assert result["stopped"] and result["stopped"].startswith("budget")
+    assert rows[0].status == "baseline" and len(server.chat_requests()) <= 38
+    assert git.Repo(example_skills).git.status("--porcelain") == ""  # the unscored edit was rolled back
+    assert "run stopped early: budget" in Path(result["report"]).read_text()
+
+
+def test_an_open_p0_at_baseline_blocks_the_skill(example_skills: Path, monkeypatch):
+    responder = GateResponder(held_after=8)
+    responder.grade = {"accuracy": 8, "baseline_accuracy": 6, "safety": 3, "compliance": 9}
+    responder._grade = LubanResponder._grade.__get__(responder)  # the plain grader: Safety 3 triggers the review
+    responder.findings = [{"section": "Approving", "level": "P0", "problem": "merges unreviewed code", "direction": "STOP"}]
+    result, _ = run_online(example_skills, monkeypatch, responder)
+    rows = history(example_skills)
+    assert [r.status for r in rows] == ["baseline", "skip"] and "stop=review_blocked" in rows[1].note
+    assert rows[0].scores["dim10"] == 4.0 and result["skills"] == {}
+
+
+@pytest.mark.parametrize("capability, response", [(5, "quick"), (3, "lite"), (1, "block")])
+def test_consumer_baseline_degrades_or_blocks_the_run(example_skills: Path, monkeypatch, capability, response):
+    """The target model's bare capability (no skill) decides: ≥ 6 continue, ≥ 4 quick, ≥ 2 lite, else block."""
+    original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
+    responder = GateResponder(held_after=8)
+    responder.grade = {"accuracy": 8, "baseline_accuracy": capability, "safety": 10, "compliance": 9}
+    responder._grade = LubanResponder._grade.__get__(responder)
+    result, server = run_online(example_skills, monkeypatch, responder)
+    report = Path(result["report"]).read_text()
+    assert f"{float(capability)}/10 → {response}" in report
+    rows = history(example_skills)
+    if response == "block":
+        assert "consumer capability insufficient" in result["stopped"] and rows == []
+        assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
+        assert "run stopped early: consumer capability insufficient" in report
+        return
+    assert rows[0].status == "baseline"
+    if response == "quick":  # quick evaluation inside a full-mode run: a dry-run dim8 and one judge
+        assert any("degraded to quick" in n for n in result["notices"])
+        assert rows[0].eval_mode == "dry_run" and rows[0].judge_count == 1
+    else:  # lite: format fixes only (dim7), one round, at most 3 % of the file
+        assert any("degraded to lite" in n for n in result["notices"])
+        proposals = [r for r in server.chat_requests() if kind_of(r) == "propose"]
+        assert proposals and all("dim7" in messages_json(r) for r in proposals)
+        attempts = [r for r in rows if r.status in ("keep", "revert")]
+        assert all(r.dim_changed == "dim7" and r.edit_pct <= 3.0 for r in attempts)
+        assert max(r.round for r in rows) <= 1
+
+
+def test_step_d_two_skills_overfitting_in_a_row_tighten_the_global_budget(example_skills: Path, monkeypatch):
+    result, _ = run_online(example_skills, monkeypatch, GateResponder(held_after=7), skills=["pr-review", "api-changelog"])
+    workspace = example_skills.parent / "luban-workspace"
+    assert all(result["skills"][s]["held_out_fail"] for s in ("pr-review", "api-changelog"))
+    budgets = profile.load(workspace / "luban-profile.json")
+    assert budgets.edit_budget == 0.05  # global: the second Step B in a row
+    assert budgets.skill_edit_budget == {"pr-review": 0.05, "api-changelog": 0.05}  # each skill's own Step B
+    assert any("two skills in a row overfitted" in n for n in result["notices"])
+
+
+def test_step_b_then_held_out_still_below_is_a_double_fail(example_skills: Path, monkeypatch):
+    class StillDeclining(GateResponder):
+        """Held-out grades 8 (baseline), 7 (after the kept edit), 6 (after Step B's rollback and limited round)."""
+        held = iter([8, 7, 6, 6, 6])
+
+        def _grade(self, request):
+            if HELD_OUT in request.body["messages"][1]["content"]:
+                return reply({"accuracy": next(StillDeclining.held), "baseline_accuracy": 6, "safety": 10,
+                              "compliance": 9, "safety_red_line": False})
+            return super()._grade(request)
+
+    result, _ = run_online(example_skills, monkeypatch, StillDeclining(held_after=7))
+    workspace = example_skills.parent / "luban-workspace"
+    assert any("held_out_double_fail; kept the current version" in n for n in result["notices"])
+    queue = meta_learnings.load(workspace / "meta_learnings.md").sections["L1 待处理队列"]
+    assert [e.title for e in queue] == ["pr-review: held_out_double_fail"]
+    assert any("step=B" in r.note for r in history(example_skills))  # it went through Step B first
+
+
+class NoGain(GateResponder):
+    """An edit that cannot raise the total in pr-review, and that does not apply to any other skill."""
+
+    def _propose(self, request):
+        return reply({"target_dim": "dim5", "old": "Link to the line.", "new": "Link to the exact line.", "rationale": "r"})
+
+
+def test_phase_2_5_rewrite_waits_for_consent_and_is_declined_in_batch(example_skills: Path, monkeypatch):
+    result, server = run_online(example_skills, monkeypatch, NoGain(held_after=8), skills=["pr-review", "api-changelog"])
+    assert all(o["rounds"] <= 1 for o in result["skills"].values())
+    assert any(n.startswith("exploratory rewrite of") and "not approved (auto)" in n for n in result["notices"])
+    assert not any(kind_of(r) == "rewrite" for r in server.chat_requests())  # no consent: not even asked for
+
+
+def test_phase_2_5_rewrite_with_consent_is_kept_only_because_it_beats_the_best(example_skills: Path, monkeypatch):
+    from tests.flows.test_checkpoints import answer_checkpoints
+
+    server = ScriptedOpenAI()
+    server.responder = NoGain(held_after=8)
+    box: dict = {}
+    with server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0003")
+
+        def target():
+            box["result"] = optimize_skills(skills_dir=str(example_skills), skills=["pr-review", "api-changelog"],
+                                            mode="full", approval="ui", init_git=True, approval_timeout=120,
+                                            llm={"judge_model": "judge-a", "max_retries": 0})
+
+        import threading
+
+        thread = threading.Thread(target=target, daemon=True)
+        thread.start()
+        seen = answer_checkpoints(thread, lambda name: {"comment": f"yes to {name}"})
+    result = box["result"]
+    rewritten = next(name.removeprefix("rewrite-") for name in seen if name.startswith("rewrite-"))
+    rows = ResultsFile(example_skills.parent / "luban-workspace" / "full" / rewritten / "results.tsv").rows()
+    keep = next(r for r in rows if r.dim_changed == "rewrite")
+    assert keep.status == "keep" and keep.delta > 0 and "strategy=exploratory-rewrite" in keep.note
+    assert (example_skills / rewritten / "SKILL.md").read_text().rstrip().endswith(STOP_LINE)
+    assert result["skills"][rewritten]["after"] == keep.new_score
+    saved = next((example_skills.parent / "luban-workspace" / "full" / "backups").glob(f"*/{rewritten}/best-pre-rewrite.md"))
+    assert STOP_LINE not in saved.read_text()  # the saved best, kept in case the rewrite is not wanted
