@@ -21,7 +21,7 @@ browser:
 		echo "warning: chromium is missing and this is not root: the Prefect UI test will fail (apt-get install chromium)"
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 4
 
 # The full pipeline on a scratch copy of skills/ (git-ignored), offline, approvals automatic.
 DEMO := workspace/demo

@@ -111,6 +111,8 @@ class Run:
         facts = dict(facts or {})
         if self.backend.name != "offline" and getattr(self.backend, "settings", None) and self.backend.settings.same_source:
             facts["same_source"] = "true"
+        if evaluation is not None:
+            facts.update(_unscored_facts(evaluation, skill))
         new = evaluation.score.total if evaluation else None
         row = ResultRow(
             timestamp=now_stamp(), skill=skill, round=round_no, status=status, mode=self.mode, commit=self.commit(),
@@ -124,3 +126,17 @@ class Run:
         if repair:
             self.notices.append(repair.message(self.workspace.results_tsv(skill)))
         return row
+
+
+def _unscored_facts(evaluation: Evaluation, skill: str) -> dict[str, str]:
+    """Dimensions that could not be scored, named in the row with the first reason, and said in the log:
+    the total of such a row covers only the scored dimensions."""
+    missing = [d for d in evaluation.score.dims if d.score is None]
+    if not missing:
+        return {}
+    reason = (missing[0].reasons[0] if missing[0].reasons else "no reason given")[:160]
+    from prefect.logging import get_run_logger
+
+    get_run_logger().warning("%s: %s unscored (%s); the total covers the scored dimensions only", skill,
+                             ", ".join(d.dim for d in missing), reason)
+    return {"unscored": ",".join(d.dim for d in missing), "unscored_reason": reason}

@@ -14,6 +14,7 @@ from judges.llm import BudgetExhausted
 from scoring.diagnosis import diagnose
 from scoring.edits import Edit
 from scoring.formula import is_improvement, round1
+from workspace.manifest import save_round_backup
 from workspace.rejected_edits import save as save_rejected
 from workspace.skill_source import list_files
 from workspace.results_tsv import now_stamp
@@ -93,6 +94,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
             break
         edit = proposal.edit
         run.ratchet.pre_edit(skill)
+        save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
         run.ratchet.write_skill(skill, proposal.edited_text)
         try:
             after = score_text(run, skill, proposal.edited_text, ever_reverted(run, skill))
@@ -111,8 +113,8 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
                    else "the review gate has an open P0 (or three open P1)")
             answer = run.ask(f"judges-{skill}", f"{skill} round {round_no}: {why}. Keep this edit?", default_approve=False)
             if not (answer.approved and is_improvement(best.score.total, after.score.total)) or after.review_blocking:
-                run.ratchet.rollback(skill)
                 facts["sha256"] = reject(run, skill, edit, "user_manual" if answer.answered_by in ("ui", "cli") else "score_regression")
+                run.ratchet.rollback(skill)
                 stop = "disagreement" if after.disagreements else "review_blocked"
                 tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
                                  facts=facts | {"stop": stop}, text=f"{why}; {answer.answered_by}: {answer.comment}",
@@ -120,8 +122,8 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
                 outcome.stop, outcome.reverted = stop, outcome.reverted + 1
                 break
         if after.safety_veto:
-            run.ratchet.rollback(skill)
             facts["sha256"] = reject(run, skill, edit, "safety_frozen")
+            run.ratchet.rollback(skill)
             tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
                              facts=facts | {"stop": "safety_veto"}, text=edit.describe(), edit_pct=proposal.edit_pct)
             freeze(run, skill, "Safety red line hit by a judge", rounds=None)
@@ -139,9 +141,9 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
             if small_gains >= 2:
                 outcome.stop = "ceiling"
                 break
-        else:
-            run.ratchet.rollback(skill)
+        else:  # rejected first: a crash before the rollback must not let the same edit be tried again
             facts["sha256"] = reject(run, skill, edit, "score_regression")
+            run.ratchet.rollback(skill)
             tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
                              facts=facts | {"stop": "bottleneck"}, text=edit.describe(), edit_pct=proposal.edit_pct)
             emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",

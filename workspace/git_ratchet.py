@@ -183,10 +183,12 @@ def _ignored(repo: git.Repo, path: Path) -> bool:
 def check_state(repo: git.Repo) -> None:
     """Refuse states in which a branch and path checkouts would surprise the user."""
     git_dir = Path(repo.git_dir)
-    for marker, what in (("MERGE_HEAD", "a merge"), ("REBASE_HEAD", "a rebase"), ("CHERRY_PICK_HEAD", "a cherry-pick"),
-                         ("rebase-merge", "a rebase"), ("rebase-apply", "a rebase")):
+    for marker, what, verb in (("MERGE_HEAD", "a merge", "merge"), ("REBASE_HEAD", "a rebase", "rebase"),
+                               ("CHERRY_PICK_HEAD", "a cherry-pick", "cherry-pick"), ("rebase-merge", "a rebase", "rebase"),
+                               ("rebase-apply", "a rebase", "rebase")):
         if (git_dir / marker).exists():
-            raise GitStateError(f"{repo.working_tree_dir}: {what} is in progress; finish or abort it first")
+            raise GitStateError(f"{repo.working_tree_dir}: {what} is in progress; finish it, or undo it with "
+                                f"'git {verb} --abort', then run again")
     if repo.head.is_detached:
         raise GitStateError(
             f"{repo.working_tree_dir}: HEAD is detached at {repo.head.commit.hexsha[:12]}; "

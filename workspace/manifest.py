@@ -28,7 +28,7 @@ from workspace.atomic import atomic_write
 from workspace.layout import Workspace
 
 KEEP_LATEST_ROUNDS = 5
-_ROUND_FILE = re.compile(r"^round(\d+)-modified\.md$")
+_ROUND_FILE = re.compile(r"^round(\d+)-(?:modified|candidate)\.md$")
 
 
 def sha256(data: bytes) -> str:
@@ -95,8 +95,10 @@ class ManifestWriter:
         atomic_write(self.path, self.manifest.model_dump_json(indent=2) + "\n")
 
 
-def save_round_backup(run_dir: Path, skill: str, round_number: int, data: bytes) -> Path:
-    name = "baseline.md" if round_number == 0 else f"round{round_number}-modified.md"
+def save_round_backup(run_dir: Path, skill: str, round_number: int, data: bytes, kind: str = "modified") -> Path:
+    """``kind``: "modified" (the version a round ended with) or "candidate" (an edit saved before it is
+    written, so a crash between writing and scoring leaves no version on disk that exists nowhere else)."""
+    name = "baseline.md" if round_number == 0 else f"round{round_number}-{kind}.md"
     target = run_dir / skill / name
     atomic_write(target, data)
     return target

@@ -101,17 +101,34 @@ def pending_checkpoints(env: dict) -> list[tuple[str, str, str]]:
     return found
 
 
+def api(env: dict, path: str, body: dict | None = None):
+    """One call to the server's REST API (faster than a CLI process per poll, which matters on a loaded machine)."""
+    import json
+    from urllib.request import Request
+
+    request = Request(env["PREFECT_API_URL"] + path, data=json.dumps(body or {}).encode(), method="POST",
+                      headers={"Content-Type": "application/json"})
+    with urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def paused_runs(env: dict) -> list[tuple[str, str, str]]:
+    """(run id, checkpoint, state name) of every paused or suspended flow run."""
+    runs = api(env, "/flow_runs/filter", {"flow_runs": {"state": {"type": {"any_": ["PAUSED"]}}}})
+    return [(r["id"], r["state"]["state_details"].get("pause_key") or "", r["state"]["name"]) for r in runs]
+
+
 def children(pid: int) -> list[int]:
     """The live child processes of ``pid`` (Linux /proc)."""
     path = Path(f"/proc/{pid}/task/{pid}/children")
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-def batch_finished(env: dict) -> bool:
-    """True once the one optimize-skills run on this server completed; fails fast if it failed or crashed."""
-    import json
-
-    listing = cli(env, str(BIN / "prefect"), "flow-run", "ls", "--flow-name", "optimize-skills", "-o", "json")
-    states = [r["state_type"] for r in json.loads(listing.stdout or "[]")]
-    assert "FAILED" not in states and "CRASHED" not in states, listing.stdout
+def batch_finished(env: dict, skills_dir: Path) -> bool:
+    """True once this skills directory's optimize-skills run completed; fails fast if it failed or crashed.
+    (Other tests of the module share the server: runs are told apart by their skills_dir parameter.)"""
+    runs = [r for r in api(env, "/flow_runs/filter", {"flows": {"name": {"any_": ["optimize-skills"]}}})
+            if r["parameters"].get("skills_dir") == str(skills_dir)]
+    states = [r["state"]["type"] for r in runs]
+    assert "FAILED" not in states and "CRASHED" not in states, runs
     return states == ["COMPLETED"]

@@ -50,7 +50,7 @@ def test_paused_run_is_approved_through_the_ui_form(prefect_server: dict, exampl
                     expect(dialog).to_be_hidden(timeout=30_000)
                     if (run_id, checkpoint) not in submitted:
                         submitted.append((run_id, checkpoint))
-                return batch_finished(env)
+                return batch_finished(env, example_skills)
 
             wait_for(answer_in_the_ui, 240, "the run to finish after every checkpoint was answered in the UI")
             browser.close()

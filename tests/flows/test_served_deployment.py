@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.prefect_server import BIN, batch_finished, children, cli, pending_checkpoints, start_batch, stop, wait_for
+from tests.flows.prefect_server import BIN, api, batch_finished, children, cli, paused_runs, start_batch, stop, wait_for
 from tests.support.openai_server import ScriptedOpenAI
 from tests.support.scripted_llm import LubanResponder, kind_of, skill_in
 
@@ -27,7 +27,7 @@ def test_batch_deployment_runs_pauses_and_resumes(prefect_server: dict, example_
                         result = cli(env, str(BIN / "luban"), "approve", run_id, "--comment", "approved by the test")
                         assert result.returncode == 0, result.stderr
                         answered.append((run_id, checkpoint))
-            return batch_finished(env)
+            return batch_finished(env, example_skills)
 
         wait_for(finished, 240, "the batch run to finish after its checkpoints were answered")
         assert [c for _, c in answered][:2] == ["test-prompts", "baseline"]
@@ -40,6 +40,7 @@ def test_batch_deployment_runs_pauses_and_resumes(prefect_server: dict, example_
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_long_checkpoints_suspend_hold_no_process_and_repeat_no_llm_call(prefect_server: dict, example_skills: Path):
     """A served run with a long approval wait suspends (nothing held); each resume re-runs the flow from the top,
     which continues from the records: one baseline row, and the baseline is judged once, not once per re-run."""
@@ -52,7 +53,7 @@ def test_long_checkpoints_suspend_hold_no_process_and_repeat_no_llm_call(prefect
         answered: list[tuple[str, str]] = []
         try:
             def answer_suspended():
-                for run_id, checkpoint, state in pending_checkpoints(env):
+                for run_id, checkpoint, state in paused_runs(env):
                     if (run_id, checkpoint) in answered:
                         continue
                     assert state == "Suspended", (checkpoint, state)
@@ -60,9 +61,9 @@ def test_long_checkpoints_suspend_hold_no_process_and_repeat_no_llm_call(prefect
                     result = cli(env, str(BIN / "luban"), "approve", run_id, "--comment", f"ok {checkpoint}")
                     assert result.returncode == 0, result.stderr
                     answered.append((run_id, checkpoint))
-                return batch_finished(env)
+                return batch_finished(env, example_skills)
 
-            wait_for(answer_suspended, 300, "the suspended batch to finish after its checkpoints were answered")
+            wait_for(answer_suspended, 420, "the suspended batch to finish after its checkpoints were answered")
         finally:
             stop(serve)
     assert [c for _, c in answered] == ["test-prompts", "baseline", "max-rounds-pr-review", "skill-pr-review"]
@@ -72,5 +73,7 @@ def test_long_checkpoints_suspend_hold_no_process_and_repeat_no_llm_call(prefect
     assert sum("\tbaseline\t" in r for r in rows) == 1
     baseline_judged = [r for r in server.chat_requests() if kind_of(r) == "judge" and skill_in(r) == baseline_text]
     assert len(baseline_judged) == 1  # the re-runs took the evaluation from Prefect's cache
+    phases = api(prefect_server, "/flow_runs/filter", {"flows": {"name": {"like_": "phase-"}}})
+    assert phases and not [p["name"] for p in phases if p["state"]["type"] == "RUNNING"]  # none left hanging
     marker = json.loads((workspace / "runs" / f"{answered[0][0]}.json").read_text())
     assert marker["state"] == "finished" and "sk-luban" not in json.dumps(marker)

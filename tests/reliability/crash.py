@@ -1,0 +1,109 @@
+"""Kill a real `luban optimize` at a named step of the ratchet, then check what a crash may leave behind.
+
+The child runs the CLI under a profile hook that SIGKILLs its own process the
+n-th time a named function is entered or returns (optionally only when one of
+its arguments names a given file), so the kill lands exactly at the step under
+test: no test-only code inside Luban.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+
+from tests.conftest import REPO_ROOT
+from workspace.atomic import TEMP_SUFFIX
+from workspace.results_tsv import ResultsFile
+
+KILL_HOOK = r'''
+import os, signal, sys, threading
+qualname, event, nth, needle = os.environ["LUBAN_KILL_AT"].split(":", 3)
+nth, seen = int(nth), [0]
+def _hook(frame, what, arg):
+    if what != event or frame.f_code.co_qualname != qualname:
+        return
+    if needle and not any(needle in str(v) for v in frame.f_locals.values()):
+        return
+    seen[0] += 1
+    if seen[0] == nth:
+        os.kill(os.getpid(), signal.SIGKILL)
+sys.setprofile(_hook)
+threading.setprofile(_hook)
+'''
+# Holds the child at a named step (qualname:event) until LUBAN_HOLD_FILE exists; says so with LUBAN_HOLD_FILE.held.
+HOLD_HOOK = r'''
+import os, sys, time
+_at, _gate = os.environ["LUBAN_HOLD_AT"].split(":"), os.environ["LUBAN_HOLD_FILE"]
+def _hold(frame, what, arg):
+    if what == _at[1] and frame.f_code.co_qualname == _at[0] and not os.path.exists(_gate):
+        open(_gate + ".held", "w").close()
+        while not os.path.exists(_gate):
+            time.sleep(0.1)
+sys.setprofile(_hold)
+'''
+RUN_CLI = "\nimport sys\nsys.argv = ['luban', *sys.argv[1:]]\nfrom flows.cli import app\napp()\n"
+
+# step → (qualified function name, profile event, n-th occurrence, a substring one argument must contain)
+STEPS = {
+    "after-pre-edit-commit": ("GitRatchet.pre_edit", "return", 1, ""),
+    "mid-edit": ("FileOps.replace", "call", 1, "SKILL.md"),  # the temp file is written, not yet renamed
+    "after-edit-before-rescore": ("GitRatchet.write_skill", "return", 1, ""),
+    "mid-results-row": ("FileOps.replace", "call", 2, "results.tsv"),
+    "after-keep": ("GitRatchet.keep", "return", 1, ""),
+    "mid-rollback": ("GitRatchet.rollback", "call", 1, ""),
+    "mid-meta-review": ("meta_review", "return", 1, ""),  # lessons drawn, not yet written
+}
+
+
+def optimize_args(skills: Path, *extra: str) -> list[str]:
+    return ["optimize", "--skills-dir", str(skills), "--mode", "full", "--approval", "auto", "--max-rounds", "3", *extra]
+
+
+def run_child(args: list[str], env: dict[str, str], kill_at: str | None = None, timeout: float = 240,
+              keep_openai: bool = False) -> subprocess.CompletedProcess:
+    """`luban ARGS` in a child process (offline unless ``keep_openai``), optionally killed at a step."""
+    code = (KILL_HOOK if kill_at else "") + RUN_CLI
+    child_env = {k: v for k, v in env.items() if keep_openai or not k.startswith("OPENAI_")}
+    if kill_at:
+        child_env["LUBAN_KILL_AT"] = kill_at
+    return subprocess.run([sys.executable, "-c", code, *args], env=child_env, cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def known_versions(skills: Path, workspace: Path, skill: str) -> set[bytes]:
+    """Every version of the skill that was committed (any branch) or saved under the workspace."""
+    repo = git.Repo(skills)
+    path = f"{skill}/SKILL.md"
+    versions = {(repo.commit(sha).tree / path).data_stream.read()  # git show would strip the last newline
+                for sha in repo.git.log("--all", "--format=%H", "--", path).split() if _has(repo.commit(sha), path)}
+    versions |= {p.read_bytes() for p in workspace.rglob("*.md") if p.is_file()}
+    versions |= {p.read_bytes() for p in workspace.rglob("SKILL.md.bak")}
+    return versions
+
+
+def _has(commit, path: str) -> bool:
+    try:
+        commit.tree / path
+    except KeyError:
+        return False
+    return True
+
+
+def assert_consistent_after_a_crash(skills: Path, workspace: Path) -> None:
+    """What any kill may leave: known SKILL.md versions, only SKILL.md changes or Luban temps, parseable records."""
+    repo = git.Repo(skills)
+    for skill_file in skills.glob("*/SKILL.md"):
+        skill = skill_file.parent.name
+        assert skill_file.read_bytes() in known_versions(skills, workspace, skill), f"{skill}: a version saved nowhere"
+    for line in repo.git.status("--porcelain", "--untracked-files=all").splitlines():
+        path = line[3:]
+        assert path.endswith("/SKILL.md") or path.endswith(TEMP_SUFFIX), f"unexpected in git status: {line}"
+    for tsv in workspace.rglob("results.tsv"):
+        results = ResultsFile(tsv)
+        assert results.ensure() is None, f"{tsv} needed a repair after the kill"
+        rows = results.rows()
+        assert all(r.status in ("baseline", "keep", "revert", "skip", "error") for r in rows)

@@ -1,0 +1,127 @@
+"""Concurrent runs and a hostile OS: a second run on one workspace refuses, concurrent batches never mix
+records, and damaged records or repositories get the design's fallback and a message that says the fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.reliability.crash import HOLD_HOOK, RUN_CLI, run_child
+from workspace.results_tsv import ResultsFile
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
+
+
+@pytest.fixture
+def env():
+    from prefect.settings import PREFECT_API_URL
+
+    return dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
+
+
+def copy_skills(target: Path, *names: str) -> Path:
+    for name in names:
+        shutil.copytree(REPO_ROOT / "skills" / name, target / name)
+    return target
+
+
+def quick(skills: Path, *extra: str) -> list[str]:
+    return ["optimize", "--skills-dir", str(skills), "--mode", "quick", "--approval", "auto", "--max-rounds", "2", *extra]
+
+
+def test_a_second_run_on_the_same_workspace_refuses_and_names_the_holder(tmp_path: Path, env):
+    skills = copy_skills(tmp_path / "skills", "pr-review")
+    gate = tmp_path / "release"  # the first run waits at its first pre-edit until this file exists
+    first = subprocess.Popen([sys.executable, "-c", HOLD_HOOK + RUN_CLI, *quick(skills)], cwd=REPO_ROOT, text=True,
+                             env={**{k: v for k, v in env.items() if not k.startswith("OPENAI_")},
+                                  "LUBAN_HOLD_AT": "FileRatchet.pre_edit:call", "LUBAN_HOLD_FILE": str(gate)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.monotonic() + 120
+    while not Path(f"{gate}.held").exists() and first.poll() is None and time.monotonic() < end:
+        time.sleep(0.2)
+    assert Path(f"{gate}.held").exists(), "the first run never reached its first edit"
+    second = run_child(quick(skills), env)
+    gate.touch()
+    out, err = first.communicate(timeout=240)
+    assert first.returncode == 0, err[-2000:]
+    assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr[-2000:]
+    last = [line for line in second.stderr.splitlines() if line.strip()][-1]
+    assert last.startswith("luban optimize: ") and "in use by another Luban run" in last and f"pid {first.pid}" in last
+    assert "wait for it to finish, or use another --workspace" in last  # the last line says the fix
+
+
+def test_concurrent_batches_never_write_into_each_others_records(tmp_path: Path, env):
+    skills = copy_skills(tmp_path / "skills", "pr-review", "db-migration")
+    children = [subprocess.Popen([sys.executable, "-c", RUN_CLI, *quick(skills, skill, "--workspace", str(tmp_path / f"ws-{skill}"))],
+                                 env={k: v for k, v in env.items() if not k.startswith("OPENAI_")}, cwd=REPO_ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for skill in ("pr-review", "db-migration")]
+    for child in children:
+        _, err = child.communicate(timeout=240)
+        assert child.returncode == 0, err[-2000:]
+    for skill, other in (("pr-review", "db-migration"), ("db-migration", "pr-review")):
+        workspace = tmp_path / f"ws-{skill}"
+        assert not (workspace / "quick" / other).exists()
+        rows = ResultsFile(workspace / "quick" / skill / "results.tsv").rows()
+        assert rows and {r.skill for r in rows} == {skill}
+        for path in workspace.rglob("*"):
+            if path.is_file() and path.suffix in (".md", ".tsv", ".json"):
+                assert f"/{other}/" not in str(path) and other not in path.read_text(errors="replace"), path
+
+
+def test_binary_garbage_in_results_tsv_is_set_aside_and_the_run_goes_on(tmp_path: Path, env):
+    skills = copy_skills(tmp_path / "skills", "pr-review")
+    tsv = tmp_path / "luban-workspace" / "quick" / "pr-review" / "results.tsv"
+    tsv.parent.mkdir(parents=True)
+    tsv.write_bytes(os.urandom(4096))
+    result = run_child(quick(skills), env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "results.tsv was damaged" in result.stdout and "the original is kept at" in result.stdout  # and where
+    assert ResultsFile(tsv).ensure() is None and ResultsFile(tsv).rows()[0].status == "baseline"
+    assert any(p.read_bytes() and p != tsv for p in tsv.parent.glob("results.tsv*"))
+
+
+def test_a_deleted_rejected_edits_file_is_rebuilt_from_the_revert_rows(tmp_path: Path, env):
+    skills = copy_skills(tmp_path / "skills", "api-changelog")  # reverts in round 3 offline
+    args = quick(skills, "--max-rounds", "3")
+    assert run_child(args, env).returncode == 0
+    rejected = tmp_path / "luban-workspace" / "quick" / "api-changelog" / "rejected_edits.md"
+    before = rejected.read_text()
+    rejected.unlink()
+    again = run_child(args, env)
+    assert again.returncode == 0 and "rejected_edits.md was missing; rebuilt it" in again.stdout
+    rebuilt = rejected.read_text()
+    for digest in (line.split(":", 1)[1].strip() for line in before.splitlines() if line.startswith("- sha256:")):
+        assert digest in rebuilt
+
+
+@pytest.mark.parametrize("damage, fix", [("detached", "git switch"), ("merge", "git merge --abort")])
+def test_a_repository_mid_merge_or_detached_is_refused_with_the_fix(tmp_path: Path, env, damage: str, fix: str):
+    skills = copy_skills(tmp_path / "skills", "pr-review")
+    repo = git.Repo.init(skills)
+    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    repo.git.add(A=True)
+    repo.git.commit("-m", "one", env=identity)
+    if damage == "detached":
+        repo.git.checkout("--detach")
+    else:
+        base = repo.active_branch.name
+        repo.git.checkout("-b", "other")
+        (skills / "pr-review" / "SKILL.md").write_text("theirs\n")
+        repo.git.commit("-am", "theirs", env=identity)
+        repo.git.checkout(base)
+        (skills / "pr-review" / "SKILL.md").write_text("ours\n")
+        repo.git.commit("-am", "ours", env=identity)
+        with pytest.raises(git.GitCommandError):
+            repo.git.merge("other", env=identity)
+    before = (skills / "pr-review" / "SKILL.md").read_bytes()
+    result = run_child(["optimize", "--skills-dir", str(skills), "--mode", "full", "--approval", "auto"], env)
+    assert result.returncode == 2 and fix in result.stderr, result.stderr[-2000:]
+    assert (skills / "pr-review" / "SKILL.md").read_bytes() == before

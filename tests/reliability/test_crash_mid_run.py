@@ -1,0 +1,104 @@
+"""SIGKILL a full optimization at each step of the ratchet and at random instants: nothing is lost or torn,
+and running again with --resume continues without repeating a kept edit or losing a reverted one."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+
+from scoring.notes import parse_note
+from tests.conftest import REPO_ROOT
+from tests.reliability.crash import RUN_CLI, STEPS, assert_consistent_after_a_crash, optimize_args, run_child
+from workspace import rejected_edits
+from workspace.results_tsv import ResultsFile
+
+SKILLS = ("api-changelog", "db-migration")  # api-changelog reverts in round 3 offline: a rollback to kill
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    from prefect.settings import PREFECT_API_URL
+
+    skills = tmp_path / "skills"
+    for name in SKILLS:
+        shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
+    repo = git.Repo.init(skills)
+    repo.git.add(A=True)
+    repo.git.commit("-m", "skills", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                         "GIT_COMMITTER_EMAIL": "t@t"})
+    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
+    return skills, tmp_path / "luban-workspace", env
+
+
+def decided_edits(workspace: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per skill: the strategies of kept edits, and the sha256 of every rejected edit."""
+    kept, rejected = {}, {}
+    for skill in SKILLS:
+        rows = ResultsFile(workspace / "full" / skill / "results.tsv").rows() if (workspace / "full" / skill).exists() else []
+        kept[skill] = [parse_note(r.note)[0].get("strategy", "") for r in rows if r.status == "keep"]
+        buffer = rejected_edits.load(workspace / "full" / skill / "rejected_edits.md", skill, "")
+        rejected[skill] = [e.sha256 for e in buffer.entries]
+    return kept, rejected
+
+
+def resume_and_check(skills: Path, workspace: Path, env: dict) -> None:
+    kept_before, rejected_before = decided_edits(workspace)
+    result = run_child(optimize_args(skills, "--resume"), env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert git.Repo(skills).git.status("--porcelain") == ""
+    kept_after, rejected_after = decided_edits(workspace)
+    for skill in SKILLS:
+        assert len(kept_after[skill]) == len(set(kept_after[skill])), f"{skill}: a kept edit was made twice"
+        assert kept_after[skill][: len(kept_before[skill])] == kept_before[skill]
+        assert rejected_after[skill][: len(rejected_before[skill])] == rejected_before[skill], f"{skill}: a rejection was lost"
+
+
+def test_a_kill_at_each_ratchet_step_in_turn_loses_nothing_and_resume_continues(setup):
+    """One run killed at each step in the order a run reaches them, each next one resuming the last."""
+    skills, workspace, env = setup
+    for number, (step, (qualname, event, nth, needle)) in enumerate(STEPS.items()):
+        if step == "mid-meta-review":
+            continue  # its own test: it needs a finished run before it
+        args = optimize_args(skills, "--init-git") if number == 0 else optimize_args(skills, "--resume")
+        killed = run_child(args, env, kill_at=f"{qualname}:{event}:{nth}:{needle}")
+        assert killed.returncode == -signal.SIGKILL, f"the run was not killed at {step}: {killed.stderr[-2000:]}"
+        assert_consistent_after_a_crash(skills, workspace)
+    resume_and_check(skills, workspace, env)
+
+
+def test_a_kill_in_the_meta_review_loses_nothing_and_resume_continues(setup):
+    skills, workspace, env = setup
+    assert run_child(optimize_args(skills, "--init-git", "--max-rounds", "1"), env).returncode == 0
+    qualname, event, nth, needle = STEPS["mid-meta-review"]
+    killed = run_child(optimize_args(skills), env, kill_at=f"{qualname}:{event}:{nth}:{needle}")
+    assert killed.returncode == -signal.SIGKILL, f"the run was not killed in the meta-review: {killed.stderr[-2000:]}"
+    assert_consistent_after_a_crash(skills, workspace)
+    resume_and_check(skills, workspace, env)
+
+
+def test_kills_at_random_instants_lose_nothing_and_resume_continues(setup):
+    skills, workspace, env = setup
+    rng = random.Random(20261202)
+    for attempt in range(3):
+        args = optimize_args(skills, "--resume" if (workspace / "full").exists() else "--init-git")
+        child = subprocess.Popen([sys.executable, "-c", RUN_CLI, *args], env=env, cwd=REPO_ROOT,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(4.0, 9.0))
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        if (skills / ".git").exists() and any(skills.glob("*/SKILL.md")):
+            assert_consistent_after_a_crash(skills, workspace)
+    if (workspace / "full").exists():
+        resume_and_check(skills, workspace, env)
+    else:
+        pytest.fail("no run got far enough to record anything before its kill: raise the kill delays")

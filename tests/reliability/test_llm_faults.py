@@ -1,0 +1,107 @@
+"""Every LLM backend fault ends in a labelled, recorded outcome — unscored with its reason, a revert at a
+checkpoint, or a budget stop — never a silent 0, never a crash, never an inconsistent skills repository."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import git
+import pytest
+
+from flows.optimize import optimize_skills
+from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, error, reply
+from tests.support.scripted_llm import LubanResponder
+from workspace.results_tsv import ResultsFile
+
+LLM_DIMS = ("dim2", "dim3", "dim5", "dim6")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
+
+JUDGE_FAULTS = {  # what every judge call gets; the other calls are answered normally
+    "429-storm": lambda: error(429, "rate limited", {"retry-after": "0"}),
+    "500s": lambda: error(500, "internal error"),
+    "timeout": lambda: Scripted(body=completion("{}"), delay=2.5),
+    "truncated-body": lambda: Scripted(body=completion("{\"dims\": {}}"), truncate=True),
+    "malformed-json": lambda: reply("I think it deserves a 10 {not json"),
+}
+
+
+class FaultyJudges(LubanResponder):
+    def __init__(self, fault):
+        super().__init__()
+        self.fault = fault
+
+    def _judge(self, request):
+        return self.fault()
+
+
+def optimize(skills: Path, base_url: str, monkeypatch) -> dict:
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-faults-0001")
+    return optimize_skills(skills_dir=str(skills), skills=["pr-review"], mode="full", approval="auto", init_git=True,
+                           max_rounds=1, llm={"judge_model": "judge-a", "max_retries": 1, "timeout_seconds": 1})
+
+
+def rows(skills: Path):
+    return ResultsFile(skills.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv").rows()
+
+
+def assert_consistent(skills: Path) -> None:
+    repo = git.Repo(skills)
+    assert repo.git.status("--porcelain") == "", "the skills repository was left with changes"
+    results = ResultsFile(skills.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv")
+    assert results.ensure() is None
+
+
+def assert_unscored_with_reason(baseline) -> None:
+    assert all(baseline.scores[d] is None for d in LLM_DIMS), baseline.scores  # never a silent 0
+    assert f"unscored={','.join(LLM_DIMS)}" in baseline.note and "unscored_reason=judge" in baseline.note, baseline.note
+
+
+@pytest.mark.parametrize("fault", list(JUDGE_FAULTS))
+def test_a_judge_fault_leaves_the_dimensions_unscored_with_the_reason(example_skills: Path, monkeypatch, fault):
+    server = ScriptedOpenAI()
+    server.responder = FaultyJudges(JUDGE_FAULTS[fault])
+    with server:
+        result = optimize(example_skills, server.base_url, monkeypatch)
+    history = rows(example_skills)
+    assert history[0].status == "baseline"
+    assert_unscored_with_reason(history[0])
+    assert all(r.status in ("baseline", "keep", "revert", "skip") for r in history) and len(history) >= 2
+    assert result["skills"]["pr-review"]["stop"] in ("bottleneck", "no_edit", "max_rounds", "ceiling")
+    assert_consistent(example_skills)
+
+
+def test_a_refused_connection_is_unscored_with_the_reason_and_the_run_ends_cleanly(example_skills: Path, monkeypatch):
+    with socket.socket() as probe:  # a loopback port with nothing listening
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    optimize(example_skills, f"http://127.0.0.1:{port}/v1", monkeypatch)
+    baseline = rows(example_skills)[0]
+    assert_unscored_with_reason(baseline)
+    assert "did not answer" in baseline.note and "check the server is up" in baseline.note
+    assert_consistent(example_skills)
+
+
+def test_fabricated_quotes_void_the_judges_answers(example_skills: Path, monkeypatch):
+    server = ScriptedOpenAI()
+    server.responder = LubanResponder(fabricate_quotes=10**6)
+    with server:
+        optimize(example_skills, server.base_url, monkeypatch)
+    baseline = rows(example_skills)[0]
+    assert_unscored_with_reason(baseline)
+    assert "quote" in baseline.note.lower()
+    assert_consistent(example_skills)
+
+
+def test_a_judge_that_always_disagrees_reverts_at_the_checkpoint(example_skills: Path, monkeypatch):
+    server = ScriptedOpenAI()
+    server.responder = LubanResponder(judge_scores=[{d: 2 for d in LLM_DIMS}, {d: 9 for d in LLM_DIMS}])
+    original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
+    with server:
+        result = optimize(example_skills, server.base_url, monkeypatch)
+    attempt = next(r for r in rows(example_skills) if r.status != "baseline")
+    assert attempt.status == "revert" and "stop=disagreement" in attempt.note
+    assert result["skills"]["pr-review"]["stop"] == "disagreement"
+    assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
+    assert_consistent(example_skills)
