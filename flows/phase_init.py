@@ -16,7 +16,7 @@ from judges.backend import make_backend
 from judges.settings import resolve
 from scoring.governance.alerts import check_alerts, run_metrics
 from scoring.governance.mode_router import route
-from scoring.governance.roi import roi_precheck
+from scoring.governance.roi import earlier_runs, roi_precheck
 from workspace import meta_learnings, profile as profile_store, rejected_edits, run_marker, test_prompts
 from workspace.file_ratchet import FileRatchet, check_readonly
 from workspace.git_ratchet import GitRatchet, GitStateError, init_repository, open_repository
@@ -308,23 +308,6 @@ def _baseline_skill(run: Run, skill: str) -> None:
         run.skills.remove(skill)
         tasks.record_row(run, skill, 0, "skip", card, facts={"stop": "review_blocked"},
                          text="the review gate has open findings that block optimization; fix them first")
-
-
-def earlier_runs(rows, now: datetime) -> tuple[list[float], int | None]:
-    """Each earlier run's total kept Δ (oldest first), and the days since the last one started."""
-    totals: list[float] = []
-    last_start = None
-    for row in rows:
-        if row.status == "baseline":
-            totals.append(0.0)
-            last_start = row.timestamp
-        elif row.status == "keep" and totals:
-            totals[-1] = round(totals[-1] + (row.delta or 0), 1)
-    try:
-        days = (now - datetime.fromisoformat(last_start)).days if last_start else None
-    except (TypeError, ValueError):  # a hand-edited timestamp: the estimate just omits the age
-        days = None
-    return totals, days
 
 
 def baseline(run: Run) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 
 @dataclass(frozen=True)
@@ -34,3 +35,23 @@ def roi_precheck(baseline_total: float, lowest_dim: float, run_deltas: list[floa
         room = "high" if baseline_total < 70 else "medium"
         decision, reason = "optimize", f"baseline {baseline_total}, lowest dimension {lowest_dim:g}"
     return RoiCheck(decision, room, reason, f"{history}: room {room}")
+
+
+def earlier_runs(rows, now: datetime) -> tuple[list[float], int | None]:
+    """Each earlier run's total kept Δ (oldest first), and the days since the last one started.
+
+    ``rows``: results.tsv rows (anything with ``status``, ``delta`` and ``timestamp``), oldest first.
+    """
+    totals: list[float] = []
+    last_start = None
+    for row in rows:
+        if row.status == "baseline":
+            totals.append(0.0)
+            last_start = row.timestamp
+        elif row.status == "keep" and totals:
+            totals[-1] = round(totals[-1] + (row.delta or 0), 1)
+    try:
+        days = (now - datetime.fromisoformat(last_start)).days if last_start else None
+    except (TypeError, ValueError):  # a hand-edited timestamp: the estimate just omits the age
+        days = None
+    return totals, days

@@ -92,15 +92,6 @@ def stop(process: subprocess.Popen) -> None:
         process.kill()
 
 
-def pending_checkpoints(env: dict) -> list[tuple[str, str, str]]:
-    """(run id, checkpoint, state) for each run `luban pending` lists."""
-    found = []
-    for line in cli(env, str(BIN / "luban"), "pending").stdout.splitlines():
-        if "checkpoint=" in line:
-            found.append((line.split()[0], line.split("checkpoint=")[1].split()[0], line.split("state=")[1].split()[0]))
-    return found
-
-
 def api(env: dict, path: str, body: dict | None = None):
     """One call to the server's REST API (faster than a CLI process per poll, which matters on a loaded machine)."""
     import json

@@ -8,7 +8,6 @@ test: no test-only code inside Luban.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,15 +62,29 @@ def optimize_args(skills: Path, *extra: str) -> list[str]:
     return ["optimize", "--skills-dir", str(skills), "--mode", "full", "--approval", "auto", "--max-rounds", "3", *extra]
 
 
+def child_env(env: dict[str, str], keep_openai: bool = False, **extra: str) -> dict[str, str]:
+    """The child's environment: offline (no OPENAI_*) unless ``keep_openai``, plus ``extra``."""
+    return {**{k: v for k, v in env.items() if keep_openai or not k.startswith("OPENAI_")}, **extra}
+
+
+def start_child(args: list[str], env: dict[str, str], prelude: str = "", **popen) -> subprocess.Popen:
+    """`luban ARGS` in a child process, ``prelude`` (a hook) run before Luban is imported."""
+    popen.setdefault("stdout", subprocess.PIPE)
+    popen.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen([sys.executable, "-c", prelude + RUN_CLI, *args], env=env, cwd=REPO_ROOT, text=True, **popen)
+
+
 def run_child(args: list[str], env: dict[str, str], kill_at: str | None = None, timeout: float = 240,
-              keep_openai: bool = False) -> subprocess.CompletedProcess:
-    """`luban ARGS` in a child process (offline unless ``keep_openai``), optionally killed at a step."""
-    code = (KILL_HOOK if kill_at else "") + RUN_CLI
-    child_env = {k: v for k, v in env.items() if keep_openai or not k.startswith("OPENAI_")}
-    if kill_at:
-        child_env["LUBAN_KILL_AT"] = kill_at
-    return subprocess.run([sys.executable, "-c", code, *args], env=child_env, cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+              keep_openai: bool = False, prelude: str = "") -> subprocess.CompletedProcess:
+    """`luban ARGS` to the end (offline unless ``keep_openai``), optionally killed at a step."""
+    extra = {"LUBAN_KILL_AT": kill_at} if kill_at else {}
+    child = start_child(args, child_env(env, keep_openai, **extra), (KILL_HOOK if kill_at else "") + prelude)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
 
 
 def known_versions(skills: Path, workspace: Path, skill: str) -> set[bytes]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import git
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.reliability.crash import HOLD_HOOK, RUN_CLI, run_child
+from tests.reliability.crash import HOLD_HOOK, child_env, run_child, start_child
 from workspace.results_tsv import ResultsFile
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
@@ -40,10 +38,8 @@ def quick(skills: Path, *extra: str) -> list[str]:
 def test_a_second_run_on_the_same_workspace_refuses_and_names_the_holder(tmp_path: Path, env):
     skills = copy_skills(tmp_path / "skills", "pr-review")
     gate = tmp_path / "release"  # the first run waits at its first pre-edit until this file exists
-    first = subprocess.Popen([sys.executable, "-c", HOLD_HOOK + RUN_CLI, *quick(skills)], cwd=REPO_ROOT, text=True,
-                             env={**{k: v for k, v in env.items() if not k.startswith("OPENAI_")},
-                                  "LUBAN_HOLD_AT": "FileRatchet.pre_edit:call", "LUBAN_HOLD_FILE": str(gate)},
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = start_child(quick(skills), child_env(env, LUBAN_HOLD_AT="FileRatchet.pre_edit:call", LUBAN_HOLD_FILE=str(gate)),
+                        HOLD_HOOK)
     end = time.monotonic() + 120
     while not Path(f"{gate}.held").exists() and first.poll() is None and time.monotonic() < end:
         time.sleep(0.2)
@@ -60,9 +56,8 @@ def test_a_second_run_on_the_same_workspace_refuses_and_names_the_holder(tmp_pat
 
 def test_concurrent_batches_never_write_into_each_others_records(tmp_path: Path, env):
     skills = copy_skills(tmp_path / "skills", "pr-review", "db-migration")
-    children = [subprocess.Popen([sys.executable, "-c", RUN_CLI, *quick(skills, skill, "--workspace", str(tmp_path / f"ws-{skill}"))],
-                                 env={k: v for k, v in env.items() if not k.startswith("OPENAI_")}, cwd=REPO_ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for skill in ("pr-review", "db-migration")]
+    children = [start_child(quick(skills, skill, "--workspace", str(tmp_path / f"ws-{skill}")), child_env(env))
+                for skill in ("pr-review", "db-migration")]
     for child in children:
         _, err = child.communicate(timeout=240)
         assert child.returncode == 0, err[-2000:]

@@ -8,7 +8,6 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from scoring.notes import parse_note
 from tests.conftest import REPO_ROOT
-from tests.reliability.crash import RUN_CLI, STEPS, assert_consistent_after_a_crash, optimize_args, run_child
+from tests.reliability.crash import STEPS, child_env, start_child, assert_consistent_after_a_crash, optimize_args, run_child
 from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
@@ -91,8 +90,7 @@ def test_kills_at_random_instants_lose_nothing_and_resume_continues(setup):
     rng = random.Random(20261202)
     for attempt in range(3):
         args = optimize_args(skills, "--resume" if (workspace / "full").exists() else "--init-git")
-        child = subprocess.Popen([sys.executable, "-c", RUN_CLI, *args], env=env, cwd=REPO_ROOT,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        child = start_child(args, child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(4.0, 9.0))
         child.send_signal(signal.SIGKILL)
         child.wait(30)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from flows.score_command import score_source
+from tests.reliability.crash import run_child
 from tests.reliability.hostile import AUDIT_PRELUDE, build
 from workspace.skill_source import read_skill
 
@@ -30,11 +30,7 @@ def hostile(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
 
 def run_audited(args: list[str], audit_log: Path, timeout: float = BATCH_SECONDS, **env: str) -> subprocess.CompletedProcess:
     """`luban ARGS` in a child process whose every file open is logged to ``audit_log``."""
-    code = AUDIT_PRELUDE + "\nimport sys\nsys.argv = ['luban', *sys.argv[1:]]\nfrom flows.cli import app\napp()\n"
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    child_env.update(LUBAN_AUDIT_LOG=str(audit_log), **env)
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout,
-                          env=child_env, cwd=Path(__file__).parents[2])
+    return run_child(args, {**os.environ, "LUBAN_AUDIT_LOG": str(audit_log), **env}, timeout=timeout, prelude=AUDIT_PRELUDE)
 
 
 def opened(audit_log: Path) -> list[tuple[str, str]]:
