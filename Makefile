@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser
+.PHONY: test demo install clean browser bench-score bench-loop
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,18 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+BENCH_STAMP := $(VENV)/.bench
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+# Benchmarks print ratios, not pass/fail (benchmarks/README.md); each takes a few minutes on 2 cores.
+bench-score: $(BENCH_STAMP)
+	$(BIN)/python benchmarks/score_throughput.py
+
+bench-loop: $(STAMP)
+	$(BIN)/python benchmarks/loop_overhead.py
 
 # The Prefect UI test drives Debian's chromium; as root (CI) it is installed when missing.
 browser:

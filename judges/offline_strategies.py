@@ -17,7 +17,7 @@ from judges.prompt_design import is_chinese
 from scoring.document import SkillDocument
 from scoring.edits import Edit
 from scoring.frontmatter_rules import WHEN_CUE, quoted_phrases
-from scoring.structure_rules import COUNTER_EXAMPLE, chapter_groups, duplicate_headings, duplicate_paragraphs, heading_jumps
+from scoring.structure_rules import chapter_groups, counter_example_cues, duplicate_headings, duplicate_paragraphs, heading_jumps
 
 IRREVERSIBLE = re.compile(
     r"\b(deploy|delete|drop|merge|publish|send|push|release|overwrite|production|rm)\b|发送|删除|发布|合并|上线|覆盖|推送",
@@ -217,7 +217,7 @@ def _missing_chapters(doc: SkillDocument) -> list[Edit]:
             edits.append(Edit("dim7", first, f"{sub} {lang['headings']['workflow']}\n\n{first}", "add the workflow chapter heading",
                               3.0, strategy="chapter-workflow"))
     if "constraints" not in groups:
-        counter = next((l for l in lines[doc.body_first_line - 1:] if COUNTER_EXAMPLE.search(l) and not l.startswith("#")), None)
+        counter = next((l for l in lines[doc.body_first_line - 1:] if counter_example_cues(l) and not l.startswith("#")), None)
         if counter and doc.text.count(counter) == 1:
             edits.append(Edit("dim7", counter, f"{sub} {lang['headings']['constraints']}\n\n{counter}", "add the rules chapter heading",
                               3.0, strategy="chapter-constraints"))
@@ -234,7 +234,7 @@ def _missing_chapters(doc: SkillDocument) -> list[Edit]:
 
 def add_counter_examples(doc: SkillDocument) -> list[Edit]:
     lang = TEXT[language(doc)]
-    have = {l.strip() for l in doc.body.split("\n") if COUNTER_EXAMPLE.search(l)}
+    have = {l.strip() for l in doc.body.split("\n") if counter_example_cues(l)}
     needed = [c for c in lang["counter"] if c.strip() not in have][: max(0, 3 - len(have))]
     if not needed:
         return []

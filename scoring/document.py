@@ -16,7 +16,7 @@ Readings where RUBRIC.md is silent, recorded here as it asks:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 import yaml
@@ -25,6 +25,8 @@ from markdown_it.token import Token
 
 MAX_BYTES = 2 * 1024 * 1024
 _PARSER = MarkdownIt("commonmark")
+# libyaml's loader when PyYAML was built with it: same documents, same marks, ~10x faster.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TEXT_TOKENS = {"text", "text_special", "code_inline"}
 _BREAK_TOKENS = {"softbreak", "hardbreak"}
 
@@ -33,22 +35,22 @@ class UnreadableSkill(ValueError):
     """The file cannot be scored at all (RUBRIC.md: not UTF-8, empty, over 2 MiB)."""
 
 
-@dataclass(frozen=True)
-class Heading:
+# Headings, paragraphs and links are NamedTuples, not frozen dataclasses: a file
+# holds hundreds, and a frozen dataclass's __init__ costs ~5x a tuple's, which
+# showed in scorer/parse_floor (benchmarks/score_throughput.py).
+class Heading(NamedTuple):
     level: int
     text: str
     line: int
 
 
-@dataclass(frozen=True)
-class Paragraph:
+class Paragraph(NamedTuple):
     text: str
     line: int
     end_line: int  # last line of the paragraph, inclusive
 
 
-@dataclass(frozen=True)
-class LinkTarget:
+class LinkTarget(NamedTuple):
     """A link or image destination, or a path-like code span, as written."""
 
     target: str
@@ -128,7 +130,7 @@ def parse(text: str) -> SkillDocument:
 
 def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | None]:
     try:
-        value = yaml.safe_load(source)
+        value = yaml.load(source, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 2 if mark else 1  # +1 for 1-based, +1 for the opening '---'
@@ -157,8 +159,7 @@ def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Parag
         elif opener.type == "paragraph_open":
             last = (tok.map[1] if tok.map else 1) + line_offset
             paragraphs.append(Paragraph(render_inline(tok.children or []), first, last))
-        span = body_lines[tok.map[0] : tok.map[1]] if tok.map else []
-        links.extend(_targets(tok.children or [], span, first))
+        links.extend(_targets(tok.children or [], body_lines, tok.map, first))
     return tuple(headings), tuple(paragraphs), tuple(links)
 
 
@@ -175,7 +176,7 @@ def render_inline(children: list[Token]) -> str:
     return "".join(parts).strip()
 
 
-def _targets(children: list[Token], span: list[str], first_line: int) -> list[LinkTarget]:
+def _targets(children: list[Token], body_lines: list[str], block_map: list[int] | None, first_line: int) -> list[LinkTarget]:
     found: list[LinkTarget] = []
     for child in children:
         if child.type == "link_open":
@@ -186,6 +187,7 @@ def _targets(children: list[Token], span: list[str], first_line: int) -> list[Li
             target, is_code = child.content, True
         else:
             continue
+        span = body_lines[block_map[0] : block_map[1]] if block_map else []
         found.append(LinkTarget(target, _line_of(target, span, first_line), is_code))
     return found
 

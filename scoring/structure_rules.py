@@ -16,13 +16,41 @@ import re
 from scoring.document import Heading, SkillDocument
 from scoring.model import DimensionScore
 
-STOP_LEVEL = re.compile(r"\bSTOP\b|⛔|🛑")
-CHECKPOINT_LEVEL = re.compile(r"CHECKPOINT|🔴")
-COUNTER_EXAMPLE = re.compile(
-    r"不要|禁止|不允许|反例|不得|切勿|严禁|\bdo not\b|\bdon't\b|\bdon’t\b|\bnever\b|\bmust not\b"
-    r"|\bavoid\b|anti-pattern|\bforbidden\b",
-    re.IGNORECASE,
-)
+STOP_LITERALS = ("⛔", "🛑")
+STOP_WORD = "STOP"  # whole word, case-sensitive
+CHECKPOINT_LITERALS = ("CHECKPOINT", "🔴")
+COUNTER_EXAMPLE_CUES = ("不要", "禁止", "不允许", "反例", "不得", "切勿", "严禁", "anti-pattern")
+COUNTER_EXAMPLE_WORDS = ("do not", "don't", "don’t", "never", "must not", "avoid", "forbidden")  # whole words only
+
+
+def _is_word_char(text: str, index: int) -> bool:
+    """Regex ``\\w`` at ``index`` (False outside the text)."""
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
+
+
+def find_cues(text: str, literals: tuple[str, ...] = (), words: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+    """(offset, cue) of every literal, and every whole-word occurrence of ``words``, sorted.
+
+    ``str.find`` instead of one alternation regex: the regex engine tries the
+    whole alternation at every position, which cost a third of the Markdown
+    parse; ``find`` skips to candidates in C (benchmarks/score_throughput.py).
+    """
+    found = []
+    for cue in literals + words:
+        whole_word = cue in words
+        at = text.find(cue)
+        while at != -1:
+            if not whole_word or not (_is_word_char(text, at - 1) or _is_word_char(text, at + len(cue))):
+                found.append((at, cue))
+            at = text.find(cue, at + 1)
+    return sorted(found)
+
+
+def counter_example_cues(text: str) -> list[tuple[int, str]]:
+    """Counter-example cues in ``text``, ignoring case (as ``str.lower`` folds it)."""
+    return find_cues(text.lower(), COUNTER_EXAMPLE_CUES, COUNTER_EXAMPLE_WORDS)
+
+
 CHAPTER_GROUPS: dict[str, tuple[str, ...]] = {
     "philosophy": ("设计哲学", "设计理念", "核心理念", "原则", "理念", "概述", "简介", "philosophy", "principle", "overview", "about"),
     "workflow": ("执行流程", "工作流", "流程", "步骤", "使用方式", "用法", "workflow", "process", "steps", "instructions", "usage", "how to use", "procedure"),
@@ -35,16 +63,21 @@ LEADING_NUMBERING = re.compile(
     re.IGNORECASE,
 )
 _MIN_DUPLICATE_PARAGRAPH = 40
+_NOT_ALNUM = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_" (a test checks every code point)
+_NUMBERING_FIRST = frozenset("一二三四五六七八九十百第sp")  # what LEADING_NUMBERING can start with, besides \d
+_ASCII_NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
 
 
 def score_dim4(doc: SkillDocument) -> DimensionScore:
-    stop = STOP_LEVEL.search(doc.body)
+    stop = find_cues(doc.body, STOP_LITERALS, (STOP_WORD,))
     if stop:
-        return DimensionScore("dim4", 10, "rules", (f"STOP-level checkpoint '{stop.group(0)}' on line {_line(doc, stop.start())}",))
-    checkpoint = CHECKPOINT_LEVEL.search(doc.body)
+        offset, cue = stop[0]
+        return DimensionScore("dim4", 10, "rules", (f"STOP-level checkpoint '{cue}' on line {_line(doc, offset)}",))
+    checkpoint = find_cues(doc.body, CHECKPOINT_LITERALS)
     if checkpoint:
+        offset, cue = checkpoint[0]
         return DimensionScore("dim4", 5, "rules", (
-            f"only CHECKPOINT level ('{checkpoint.group(0)}' on line {_line(doc, checkpoint.start())}); "
+            f"only CHECKPOINT level ('{cue}' on line {_line(doc, offset)}); "
             "add a STOP / 🛑 before the irreversible step",
         ))
     return DimensionScore("dim4", 0, "rules", ("no checkpoint: add '🔴 CHECKPOINT' or '🛑 STOP' where the user must confirm",))
@@ -56,8 +89,12 @@ def _line(doc: SkillDocument, offset: int) -> int:
 
 def normalize(text: str) -> str:
     """Lower-case, drop leading numbering, keep only letters, digits and CJK."""
-    stripped = LEADING_NUMBERING.sub("", text.lower(), count=1)
-    return "".join(ch for ch in stripped if ch.isalnum())
+    stripped = text.lower()
+    if stripped[:1].isdecimal() or stripped[:1] in _NUMBERING_FIRST:  # skip the regex for the usual unnumbered text
+        stripped = LEADING_NUMBERING.sub("", stripped, count=1)
+    if stripped.isascii():  # most text: a byte table deletes in C, ~20x faster than the regex
+        return stripped.encode("ascii").translate(None, _ASCII_NOT_ALNUM).decode("ascii")
+    return _NOT_ALNUM.sub("", stripped)
 
 
 def heading_jumps(headings: tuple[Heading, ...]) -> list[tuple[Heading, Heading]]:
@@ -98,6 +135,8 @@ def duplicate_paragraphs(doc: SkillDocument) -> list[tuple[int, int]]:
     first_seen: dict[str, int] = {}
     repeats: list[tuple[int, int]] = []
     for paragraph in doc.paragraphs:
+        if len(paragraph.text) < _MIN_DUPLICATE_PARAGRAPH:
+            continue  # normalizing only shortens text, so it could not reach the minimum
         key = normalize(paragraph.text)
         if len(key) < _MIN_DUPLICATE_PARAGRAPH:
             continue
@@ -131,12 +170,22 @@ def score_dim7(doc: SkillDocument) -> DimensionScore:
     return DimensionScore("dim7", max(0, min(10, raw)), "rules", tuple(reasons), details=details)
 
 
-def score_dim9(doc: SkillDocument) -> DimensionScore:
+def counter_example_lines(doc: SkillDocument) -> dict[str, int]:
+    """Each distinct (stripped) line holding a counter-example cue, with its first line number."""
+    lowered = doc.body.lower()  # lower() never adds or removes a line break, so line numbers hold
+    cues = find_cues(lowered, COUNTER_EXAMPLE_CUES, COUNTER_EXAMPLE_WORDS)
+    lines = doc.body.split("\n") if cues else []
     hits: dict[str, int] = {}
-    for offset, line in enumerate(doc.body.split("\n")):
-        stripped = line.strip()
-        if stripped not in hits and COUNTER_EXAMPLE.search(stripped):
-            hits[stripped] = doc.body_first_line + offset
+    index, counted_to = 0, 0
+    for offset, _cue in cues:  # sorted, so counting line breaks picks up where it stopped
+        index += lowered.count("\n", counted_to, offset)
+        counted_to = offset
+        hits.setdefault(lines[index].strip(), doc.body_first_line + index)
+    return hits
+
+
+def score_dim9(doc: SkillDocument) -> DimensionScore:
+    hits = counter_example_lines(doc)
     count = len(hits)
     score = 10 if count >= 3 else {2: 7, 1: 3, 0: 0}[count]
     if count:

@@ -21,20 +21,25 @@ from typing import AbstractSet
 from scoring.document import SkillDocument
 from scoring.model import Reference, Violation
 
-_MERGE_MARKER = re.compile(r"^(<<<<<<< |>>>>>>> |=======$)")
+_MERGE_MARKER_TEXTS = ("<<<<<<< ", ">>>>>>> ", "=======")
+_MERGE_MARKER = re.compile(r"^(<<<<<<< |>>>>>>> |=======$)", re.MULTILINE)
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _CODE_SPAN_PATH = re.compile(r"^(references|scripts|assets|examples|templates)/\S+$")
 
 
 def merge_markers(text: str) -> list[Violation]:
-    found = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if _MERGE_MARKER.match(line):
-            found.append(Violation(
-                "merge_marker", number,
-                f"unresolved merge/stash marker '{line[:20]}'; resolve the conflict and delete the marker lines",
-            ))
+    found: list[Violation] = []
+    if not any(marker in text for marker in _MERGE_MARKER_TEXTS):
+        return found  # almost every file: str.find in C rather than a regex tried at every line
+    for match in _MERGE_MARKER.finditer(text):
+        start = match.start()
+        end = text.find("\n", start)
+        line = text[start : len(text) if end == -1 else end]
+        found.append(Violation(
+            "merge_marker", text.count("\n", 0, start) + 1,
+            f"unresolved merge/stash marker '{line[:20]}'; resolve the conflict and delete the marker lines",
+        ))
     return found
 
 

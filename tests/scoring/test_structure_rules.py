@@ -205,3 +205,61 @@ def test_dim9_ignores_frontmatter():
 
 def test_dim9_one_line_with_several_keywords_counts_once():
     assert dim("Do not, never, avoid.\n", "dim9").score == 3
+
+
+# --- the fast matchers agree with the plain regexes RUBRIC.md's wording suggests ---------------
+
+import re
+import string
+import sys
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoring.structure_rules import (
+    COUNTER_EXAMPLE_CUES,
+    COUNTER_EXAMPLE_WORDS,
+    counter_example_cues,
+    _NOT_ALNUM,
+    LEADING_NUMBERING,
+    find_cues,
+)
+
+_FRAGMENTS = [*COUNTER_EXAMPLE_CUES, *COUNTER_EXAMPLE_WORDS, "STOP", "STOPS", "_", "x", "é", " ", "\n", "Don", "'t", "不", "NEVER"]
+
+
+def test_not_alnum_pattern_is_str_isalnum_over_all_of_unicode():
+    every = "".join(map(chr, range(sys.maxunicode + 1)))
+    assert _NOT_ALNUM.sub("", every) == "".join(filter(str.isalnum, every))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80) | st.text(alphabet=string.printable, max_size=80))
+def test_normalize_ascii_fast_path_equals_the_regex(text):
+    stripped = LEADING_NUMBERING.sub("", text.lower(), count=1)
+    assert normalize(text) == _NOT_ALNUM.sub("", stripped)
+
+
+def _regex_cues(text: str) -> set[tuple[int, str]]:
+    """Each cue where a regex finds it: literals anywhere, words between \\b boundaries."""
+    found = set()
+    for cue in COUNTER_EXAMPLE_CUES + COUNTER_EXAMPLE_WORDS:
+        pattern = rf"(?=\b{re.escape(cue)}\b)" if cue in COUNTER_EXAMPLE_WORDS else f"(?={re.escape(cue)})"
+        found |= {(m.start(), cue) for m in re.finditer(pattern, text)}
+    return found
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join))
+def test_counter_example_cues_match_a_regex_per_cue(text):
+    assert set(counter_example_cues(text)) == _regex_cues(text.lower())
+    assert bool(counter_example_cues(text)) == bool(re.search(
+        "|".join(map(re.escape, COUNTER_EXAMPLE_CUES)) + r"|\b(?:" + "|".join(map(re.escape, COUNTER_EXAMPLE_WORDS)) + r")\b",
+        text, re.IGNORECASE))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30).map("".join))
+def test_stop_word_is_whole_word_and_case_sensitive(text):
+    found = [offset for offset, _ in find_cues(text, (), ("STOP",))]
+    assert found == [m.start() for m in re.finditer(r"\bSTOP\b", text)]
