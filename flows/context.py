@@ -104,10 +104,19 @@ class Run:
     def budget_for(self, skill: str) -> float:
         return min(self.options.budget, self.profile.budget_for(skill))
 
-    def record(self, skill: str, round_no: int, status: str, evaluation: Evaluation | None, *, old: float | None = None,
-               dim: str = "", facts: dict[str, Any] | None = None, text: str = "", edit_pct: float | None = None,
-               held_out: float | None = None) -> ResultRow:
+    def record(self, skill: str, round_no: int, status: str, evaluation: Evaluation | None, **fields: Any) -> ResultRow:
         """Append one results.tsv row (one atomic write) and return it."""
+        row = self.result_row(skill, round_no, status, evaluation, **fields)
+        self.repaired(skill, self.results(skill).append(row))
+        return row
+
+    def repaired(self, skill: str, repair) -> None:
+        if repair:
+            self.notices.append(repair.message(self.workspace.results_tsv(skill)))
+
+    def result_row(self, skill: str, round_no: int, status: str, evaluation: Evaluation | None, *, old: float | None = None,
+                   dim: str = "", facts: dict[str, Any] | None = None, text: str = "", edit_pct: float | None = None,
+                   held_out: float | None = None) -> ResultRow:
         facts = dict(facts or {})
         if self.backend.name != "offline" and getattr(self.backend, "settings", None) and self.backend.settings.same_source:
             facts["same_source"] = "true"
@@ -122,9 +131,6 @@ class Run:
             judge_count=evaluation.judge_count if evaluation else None, edit_pct=edit_pct,
             scores={d.dim: d.score for d in evaluation.score.dims} if evaluation else None, held_out_score=held_out,
         )
-        repair = self.results(skill).append(row)
-        if repair:
-            self.notices.append(repair.message(self.workspace.results_tsv(skill)))
         return row
 
 

@@ -10,6 +10,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from pydantic import BaseModel, PrivateAttr
 
 from flows import phase_init, phase_optimize, phase_report
@@ -72,6 +73,17 @@ def phase_6(ref: RunRef) -> list[str]:
     return phase_report.review(ref._run)
 
 
+def subflows_without_heartbeats():
+    """The phase subflows run in the root flow's process, whose own heartbeat already says it is alive.
+
+    A subflow's heartbeat thread sleeps in one-second steps and Prefect joins it
+    as the subflow ends, so each phase paid up to a second (up to two when an
+    emit is slow) doing nothing: over half the orchestration time of a small
+    run (benchmarks/loop_overhead.py). The root flow keeps Prefect's setting.
+    """
+    return temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+
+
 def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str, max_rounds: int | None, budget: float,
              workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None) -> RunOptions:
     if mode not in ("quick", "full", "auto"):
@@ -109,7 +121,7 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
                     llm: dict[str, Any] | None = None) -> dict[str, Any]:
     """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6)."""
     options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume, approval_timeout, llm)
-    with WorkspaceLock(_lock_path(options)) as lock:
+    with WorkspaceLock(_lock_path(options)) as lock, subflows_without_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
         run = phase_0(options)
@@ -132,7 +144,7 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     """Phases 0–1 only: score every skill and record the baseline; nothing is edited."""
     options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
                       evaluate_only=True)
-    with WorkspaceLock(_lock_path(options)):
+    with WorkspaceLock(_lock_path(options)), subflows_without_heartbeats():
         run = phase_0(options)
         try:
             phase_0_5(RunRef.of(run))

@@ -11,8 +11,11 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
 
+from pathlib import Path
+
 from judges.backend import Backend, Evaluation, ProposalRequest
 from judges.proposer import Proposal, propose_checked
+from workspace.results_tsv import Repair, ResultRow, ResultsFile
 from workspace.test_prompts import TestPrompt
 
 
@@ -40,5 +43,16 @@ def held_out(backend: Backend, text: str, skill: str, files: frozenset[str], pro
 
 
 @task(name="record-results-row", retries=2, retry_delay_seconds=0.2, cache_policy=NO_CACHE)
-def record_row(run, skill: str, round_no: int, status: str, evaluation: Evaluation | None, **fields):
-    return run.record(skill, round_no, status, evaluation, **fields)
+def append_row(results_tsv: Path, row: ResultRow) -> Repair | None:
+    return ResultsFile(results_tsv).append(row)
+
+
+def record_row(run, skill: str, round_no: int, status: str, evaluation: Evaluation | None, **fields) -> ResultRow:
+    """Build the row here and give the task only the path and the row.
+
+    Prefect walks every task parameter (looking for futures to link); handed
+    the whole run, that walk cost ~50 ms a row (benchmarks/loop_overhead.py).
+    """
+    row = run.result_row(skill, round_no, status, evaluation, **fields)
+    run.repaired(skill, append_row(run.workspace.results_tsv(skill), row))
+    return row

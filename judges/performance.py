@@ -90,21 +90,34 @@ def _scores_in(answer: dict, keys: tuple[str, ...]) -> dict[str, float] | None:
     return out
 
 
-def _baseline(client: LLMClient, settings: Settings, cache: BaselineCache, prompt: str) -> CachedOutput:
-    cached = cache.get(settings.target_model, prompt, TARGET_PARAMETERS)
-    if cached is not None:
-        return cached
+def _fresh_baseline(client: LLMClient, settings: Settings, cache: BaselineCache, prompt: str) -> CachedOutput:
     reply = client.chat("target:baseline", settings.target_model, [{"role": "user", "content": prompt}])
     value = CachedOutput(reply.text, reply.tokens_in, reply.tokens_out)
     cache.put(settings.target_model, prompt, TARGET_PARAMETERS, value)
     return value
 
 
+def _run_both(client: LLMClient, settings: Settings, cache: BaselineCache, context: str, prompt: TestPrompt):
+    """The with-skill run and the baseline run side by side: neither needs the other, the grade needs both."""
+    def with_skill():
+        return client.chat("target:with_skill", settings.target_model,
+                           [{"role": "system", "content": context}, {"role": "user", "content": prompt.prompt}])
+
+    cached = cache.get(settings.target_model, prompt.prompt, TARGET_PARAMETERS)
+    if cached is not None:
+        return with_skill(), cached
+    with ThreadPoolExecutor(max_workers=1) as side:
+        base = side.submit(_fresh_baseline, client, settings, cache, prompt.prompt)
+        try:
+            with_reply = with_skill()
+        finally:
+            base_output = base.result()  # waits even when the with-skill run failed; re-raises its own error
+    return with_reply, base_output
+
+
 def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, context: str, prompt: TestPrompt) -> PairResult:
     try:
-        with_reply = client.chat("target:with_skill", settings.target_model,
-                                 [{"role": "system", "content": context}, {"role": "user", "content": prompt.prompt}])
-        base = _baseline(client, settings, cache, prompt.prompt)
+        with_reply, base = _run_both(client, settings, cache, context, prompt)
     except BudgetExhausted:
         raise
     except LLMError as err:
@@ -138,12 +151,20 @@ def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, co
 
 def measure_full(client: LLMClient, settings: Settings, cache: BaselineCache, skill_text: str,
                  files: frozenset[str], prompts: list[TestPrompt]) -> Measurement:
-    used = [p for p in prompts if not p.held_out]
-    if not used:
-        return Measurement(unscored("dim8", "no test prompts (Phase 0.5 designs them)"), "full_test", 0)
     context = skill_context(skill_text, files)
     with ThreadPoolExecutor(max_workers=settings.max_concurrency) as pool:
-        pairs = list(pool.map(lambda p: measure_pair(client, settings, cache, context, p), used))
+        pairs = list(pool.map(lambda p: measure_pair(client, settings, cache, context, p), main_prompts(prompts)))
+    return full_measurement(pairs)
+
+
+def main_prompts(prompts: list[TestPrompt]) -> list[TestPrompt]:
+    """The prompts dim8 is measured on: never the held-out ones."""
+    return [p for p in prompts if not p.held_out]
+
+
+def full_measurement(pairs: list[PairResult]) -> Measurement:
+    if not pairs:
+        return Measurement(unscored("dim8", "no test prompts (Phase 0.5 designs them)"), "full_test", 0)
     return Measurement(aggregate(pairs, "full_test", 1), "full_test", 1, tuple(pairs))
 
 
@@ -196,7 +217,8 @@ def held_out_score(client: LLMClient, settings: Settings, cache: BaselineCache, 
     if not held:
         return None
     context = skill_context(skill_text, files)
-    pairs = [measure_pair(client, settings, cache, context, p) for p in held]
+    with ThreadPoolExecutor(max_workers=settings.max_concurrency) as pool:
+        pairs = list(pool.map(lambda p: measure_pair(client, settings, cache, context, p), held))
     good = [p.accuracy for p in pairs if p.accuracy is not None]
     return round(mean(good), 2) if good else None
 
@@ -217,7 +239,8 @@ def consumer_baseline(client: LLMClient, settings: Settings, cache: BaselineCach
     ≥ 6 continue; ≥ 4 degrade to quick; ≥ 2 degrade to lite (format and spelling only, ≤ 3 % budget);
     below that block the run with a report. None when nothing could be measured (the run continues, says so).
     """
-    pairs = [measure_pair(client, settings, cache, "", task) for task in REFERENCE_TASKS]
+    with ThreadPoolExecutor(max_workers=settings.max_concurrency) as pool:
+        pairs = list(pool.map(lambda task: measure_pair(client, settings, cache, "", task), REFERENCE_TASKS))
     scores = [p.baseline_accuracy if p.baseline_accuracy is not None else p.accuracy for p in pairs if p.unscored_reason is None]
     if not scores:
         return None, "continue"

@@ -78,6 +78,10 @@ class GitRatchet:
     branch: str
     original: str  # the commit the run started from
     skills: list[str] = field(default_factory=list)
+    # What HEAD holds for each SKILL.md this ratchet committed or checked out: a pre-edit commit of an
+    # unchanged file is skipped (one commit fewer per round); a file changed since, by anyone, is committed.
+    _at_head: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _identity: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
     def start(cls, workspace: Workspace, skills: list[str], now: datetime) -> GitRatchet:
@@ -118,17 +122,25 @@ class GitRatchet:
 
     def _commit_only(self, skill: str, message: str) -> str:
         path = self._path(skill)
+        if self._identity is None:  # asked once per run: each question is a git process
+            self._identity = _identity_env(self.repo)
         self.repo.git.add("--", path)
-        with self.repo.git.custom_environment(**_identity_env(self.repo)):
+        with self.repo.git.custom_environment(**self._identity):
             self.repo.git.commit("--allow-empty", "--no-verify", "-m", message, "--only", "--", path)
+        self._remember(skill)
         return self.repo.head.commit.hexsha
+
+    def _remember(self, skill: str) -> None:
+        self._at_head[skill] = self.workspace.skill_file(skill).read_bytes()
 
     def write_skill(self, skill: str, text: str | bytes) -> None:
         """The one way an edit reaches a SKILL.md: an atomic write of that one file."""
         atomic_write(self.workspace.skill_file(skill), text)
 
     def pre_edit(self, skill: str) -> str:
-        """Commit the current SKILL.md so the edit that follows can always be undone."""
+        """Commit the current SKILL.md so the edit that follows can always be undone (unless HEAD has it already)."""
+        if self._at_head.get(skill) == self.workspace.skill_file(skill).read_bytes():
+            return self.repo.head.commit.hexsha
         return self._commit_only(skill, f"pre-edit: {skill}")
 
     def keep(self, skill: str, delta: float, dim: str) -> str:
@@ -138,6 +150,7 @@ class GitRatchet:
         """Put back the last committed (kept) version of this one file; commits nothing."""
         head = self.repo.head.commit.hexsha
         self.repo.git.checkout(head, "--", self._path(skill))
+        self._remember(skill)
         return head
 
     def rollback_to_previous_keep(self, skill: str) -> str:

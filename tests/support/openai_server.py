@@ -91,6 +91,9 @@ class ScriptedOpenAI:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle on, the body waits for the client's
+            # delayed ACK, adding ~40 ms to every reply (benchmarks/loop_overhead.py measures latency).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args) -> None:  # keep test output clean
                 pass

@@ -1,0 +1,81 @@
+"""The LLM critical path of a full-mode run: the waves of calls that must follow one another.
+
+Every call takes the same latency L, so a step that issues a set of calls with
+dependencies needs a whole number of "waves" of L, at most ``concurrency``
+calls in a wave. Within an evaluation the calls form an in-forest (a with-skill
+run and its baseline both feed one grade; the judges stand alone), for which
+Hu's level-first schedule is optimal. Steps run one after another in the
+order the flow defines (see the module docstring of loop_overhead.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step's calls: ``chains`` of (calls feeding a join, then the join), and lone calls."""
+
+    name: str
+    pairs: int = 0  # (with-skill run [+ baseline run]) -> grade
+    pair_baselines: bool = False  # whether each pair's baseline is a fresh call (not yet cached)
+    lone: int = 0  # judges, a proposal, a design call
+
+    @property
+    def calls(self) -> int:
+        return self.pairs * (3 if self.pair_baselines else 2) + self.lone
+
+
+def waves(step: Step, concurrency: int) -> int:
+    """Minimum number of waves (Hu's algorithm: always run the calls farthest from the end first)."""
+    feeders = [2 if step.pair_baselines else 1] * step.pairs  # unfinished inputs of each grade
+    ready_level2 = sum(feeders)
+    ready_level1 = step.lone
+    grades_ready, done, count = 0, 0, 0
+    while done < step.calls:
+        slots = concurrency
+        take2 = min(slots, ready_level2)
+        slots -= take2
+        take1 = min(slots, grades_ready + ready_level1)
+        grade_take = min(take1, grades_ready)
+        grades_ready -= grade_take
+        ready_level1 -= take1 - grade_take
+        ready_level2 -= take2
+        done += take2 + take1
+        grades_ready += _grades_unblocked(feeders, take2)
+        count += 1
+    return count
+
+
+def _grades_unblocked(feeders: list[int], finished: int) -> int:
+    """Mark ``finished`` feeder calls done, pair by pair; return how many grades became ready."""
+    unblocked = 0
+    for index, left in enumerate(feeders):
+        if finished == 0:
+            break
+        used = min(left, finished)
+        feeders[index] -= used
+        finished -= used
+        if left and feeders[index] == 0:
+            unblocked += 1
+    return unblocked
+
+
+def full_run_steps(skills: int, rounds: int, prompts: int, held_out: int = 1) -> list[Step]:
+    """The flow's steps for a full-mode run in which every round keeps its edit."""
+    steps = [Step("consumer baseline", pairs=3, pair_baselines=True)]
+    steps += [Step("design prompts", lone=1) for _ in range(skills)]
+    for _ in range(skills):
+        steps.append(Step("baseline evaluation", pairs=prompts, pair_baselines=True, lone=2))
+        steps.append(Step("baseline held-out", pairs=held_out, pair_baselines=True))
+    for _ in range(skills):
+        for _ in range(rounds):
+            steps.append(Step("proposal", lone=1))
+            steps.append(Step("evaluation", pairs=prompts, lone=2))
+    steps += [Step("final held-out", pairs=held_out) for _ in range(skills)]
+    return steps
+
+
+def critical_path_seconds(steps: list[Step], concurrency: int, latency: float) -> float:
+    return sum(waves(step, concurrency) for step in steps) * latency
