@@ -8,10 +8,10 @@ flow re-run after a suspend or a crash does not pay for the same judging twice.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import task
 from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
-
-from pathlib import Path
 
 from judges.backend import Backend, Evaluation, ProposalRequest
 from judges.proposer import Proposal, propose_checked

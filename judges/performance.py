@@ -151,10 +151,14 @@ def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, co
 
 def measure_full(client: LLMClient, settings: Settings, cache: BaselineCache, skill_text: str,
                  files: frozenset[str], prompts: list[TestPrompt]) -> Measurement:
-    context = skill_context(skill_text, files)
+    return full_measurement(measure_pairs(client, settings, cache, skill_context(skill_text, files), main_prompts(prompts)))
+
+
+def measure_pairs(client: LLMClient, settings: Settings, cache: BaselineCache, context: str,
+                  prompts: list[TestPrompt] | tuple[TestPrompt, ...]) -> list[PairResult]:
+    """Each prompt's pair, up to ``max_concurrency`` at once, in the prompts' order."""
     with ThreadPoolExecutor(max_workers=settings.max_concurrency) as pool:
-        pairs = list(pool.map(lambda p: measure_pair(client, settings, cache, context, p), main_prompts(prompts)))
-    return full_measurement(pairs)
+        return list(pool.map(lambda p: measure_pair(client, settings, cache, context, p), prompts))
 
 
 def main_prompts(prompts: list[TestPrompt]) -> list[TestPrompt]:
@@ -216,9 +220,7 @@ def held_out_score(client: LLMClient, settings: Settings, cache: BaselineCache, 
     held = [p for p in prompts if p.held_out]
     if not held:
         return None
-    context = skill_context(skill_text, files)
-    with ThreadPoolExecutor(max_workers=settings.max_concurrency) as pool:
-        pairs = list(pool.map(lambda p: measure_pair(client, settings, cache, context, p), held))
+    pairs = measure_pairs(client, settings, cache, skill_context(skill_text, files), held)
     good = [p.accuracy for p in pairs if p.accuracy is not None]
     return round(mean(good), 2) if good else None
 
@@ -239,8 +241,7 @@ def consumer_baseline(client: LLMClient, settings: Settings, cache: BaselineCach
     ≥ 6 continue; ≥ 4 degrade to quick; ≥ 2 degrade to lite (format and spelling only, ≤ 3 % budget);
     below that block the run with a report. None when nothing could be measured (the run continues, says so).
     """
-    with ThreadPoolExecutor(max_workers=settings.max_concurrency) as pool:
-        pairs = list(pool.map(lambda task: measure_pair(client, settings, cache, "", task), REFERENCE_TASKS))
+    pairs = measure_pairs(client, settings, cache, "", REFERENCE_TASKS)
     scores = [p.baseline_accuracy if p.baseline_accuracy is not None else p.accuracy for p in pairs if p.unscored_reason is None]
     if not scores:
         return None, "continue"

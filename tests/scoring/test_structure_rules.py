@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-import pytest
+import re
+import string
+import sys
 
-from scoring.structure_rules import normalize
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scoring.structure_rules import (
+    _NOT_ALNUM,
+    COUNTER_EXAMPLE_CUES,
+    COUNTER_EXAMPLE_WORDS,
+    LEADING_NUMBERING,
+    counter_example_cues,
+    find_cues,
+    normalize,
+)
 from tests.scoring.helpers import score, skill_text
 
 FULL_CHAPTERS = "# T\n\n## Overview\n\n## Workflow\n\n## Rules\n"
@@ -208,22 +222,6 @@ def test_dim9_one_line_with_several_keywords_counts_once():
 
 
 # --- the fast matchers agree with the plain regexes RUBRIC.md's wording suggests ---------------
-
-import re
-import string
-import sys
-
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from scoring.structure_rules import (
-    COUNTER_EXAMPLE_CUES,
-    COUNTER_EXAMPLE_WORDS,
-    counter_example_cues,
-    _NOT_ALNUM,
-    LEADING_NUMBERING,
-    find_cues,
-)
 
 _FRAGMENTS = [*COUNTER_EXAMPLE_CUES, *COUNTER_EXAMPLE_WORDS, "STOP", "STOPS", "_", "x", "é", " ", "\n", "Don", "'t", "不", "NEVER"]
 
