@@ -6,10 +6,13 @@ calls in a wave. Within an evaluation the calls form an in-forest (a with-skill
 run and its baseline both feed one grade; the judges stand alone), for which
 Hu's level-first schedule is optimal. Steps run one after another in the
 order the flow defines (see the module docstring of loop_overhead.py).
+``wave_widths`` says how many calls each wave holds, so that a wave can be
+counted at the time that many calls side by side really take.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 
@@ -27,12 +30,12 @@ class Step:
         return self.pairs * (3 if self.pair_baselines else 2) + self.lone
 
 
-def waves(step: Step, concurrency: int) -> int:
-    """Minimum number of waves (Hu's algorithm: always run the calls farthest from the end first)."""
+def schedule(step: Step, concurrency: int) -> list[int]:
+    """The calls in each wave of the shortest schedule (Hu's algorithm: always run the calls farthest from the end first)."""
     feeders = [2 if step.pair_baselines else 1] * step.pairs  # unfinished inputs of each grade
     ready_level2 = sum(feeders)
     ready_level1 = step.lone
-    grades_ready, done, count = 0, 0, 0
+    grades_ready, done, widths = 0, 0, []
     while done < step.calls:
         slots = concurrency
         take2 = min(slots, ready_level2)
@@ -44,8 +47,13 @@ def waves(step: Step, concurrency: int) -> int:
         ready_level2 -= take2
         done += take2 + take1
         grades_ready += _grades_unblocked(feeders, take2)
-        count += 1
-    return count
+        widths.append(take2 + take1)
+    return widths
+
+
+def waves(step: Step, concurrency: int) -> int:
+    """Minimum number of waves."""
+    return len(schedule(step, concurrency))
 
 
 def _grades_unblocked(feeders: list[int], finished: int) -> int:
@@ -77,5 +85,6 @@ def full_run_steps(skills: int, rounds: int, prompts: int, held_out: int = 1) ->
     return steps
 
 
-def critical_path_seconds(steps: list[Step], concurrency: int, latency: float) -> float:
-    return sum(waves(step, concurrency) for step in steps) * latency
+def wave_widths(steps: list[Step], concurrency: int) -> Counter:
+    """How many waves of each width (calls side by side) the whole run's critical path has."""
+    return Counter(width for step in steps for width in schedule(step, concurrency))

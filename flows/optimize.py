@@ -1,7 +1,8 @@
 """The Prefect flows: ``optimize-skills`` (Phases 0–6) and ``evaluate-skills`` (Phases 0–1).
 
-Thin on purpose: each phase is a subflow with a name a person recognises in
-the Prefect UI, and the flow parameters are the whole run configuration.
+Thin on purpose: each phase is a subflow (a task, for the two that never stop
+for a person) with a name a person recognises in the Prefect UI, and the flow
+parameters are the whole run configuration.
 """
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from pydantic import BaseModel, PrivateAttr
 
@@ -39,8 +41,15 @@ class RunRef(BaseModel):
 
 
 @flow(name="phase-0-init", validate_parameters=False)
-def phase_0(options: RunOptions) -> Run:
-    return phase_init.init(options)
+def phase_0(options: RunOptions, root_flow_run_id: str | None) -> Run:
+    return phase_init.init(options, root_flow_run_id)
+
+
+def root_flow_run_id() -> str | None:
+    """Asked in the root flow, where Prefect knows it without a call to the API (a subflow walks up through it)."""
+    from prefect.runtime import flow_run
+
+    return str(flow_run.root_flow_run_id) if flow_run.id else None
 
 
 @flow(name="phase-0.5-test-prompts", validate_parameters=False)
@@ -63,12 +72,14 @@ def phase_3(ref: RunRef) -> None:
     phase_optimize.held_out_gate(ref._run)
 
 
-@flow(name="phase-5-report", validate_parameters=False)
+# Phases 5 and 6 never stop for a person, so they are tasks: a subflow costs about 0.15 s of API calls
+# (its tracking task, the run, two state changes) where a task run costs a few ms (benchmarks/loop_overhead.py).
+@task(name="phase-5-report", cache_policy=NO_CACHE)
 def phase_5(ref: RunRef) -> str:
     return str(phase_report.report(ref._run))
 
 
-@flow(name="phase-6-meta-review", validate_parameters=False)
+@task(name="phase-6-meta-review", cache_policy=NO_CACHE)
 def phase_6(ref: RunRef) -> list[str]:
     return phase_report.review(ref._run)
 
@@ -124,7 +135,7 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     with WorkspaceLock(_lock_path(options)) as lock, subflows_without_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
-        run = phase_0(options)
+        run = phase_0(options, root_flow_run_id())
         try:
             if phase_0_5(RunRef.of(run)) and phase_1(RunRef.of(run)):
                 phase_2(RunRef.of(run))
@@ -145,7 +156,7 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
                       evaluate_only=True)
     with WorkspaceLock(_lock_path(options)), subflows_without_heartbeats():
-        run = phase_0(options)
+        run = phase_0(options, root_flow_run_id())
         try:
             phase_0_5(RunRef.of(run))
             phase_1(RunRef.of(run))

@@ -79,8 +79,10 @@ def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str],
     return ratchet, run_dir, ManifestWriter.create(run_dir, "full", ratchet.branch, ratchet.original)
 
 
-def init(options: RunOptions) -> Run:
-    """Phase 0: settings, scope, mode, ratchet, records, profile, read-only checks, alerts."""
+def init(options: RunOptions, flow_run_id: str | None) -> Run:
+    """Phase 0: settings, scope, mode, ratchet, records, profile, read-only checks, alerts.
+
+    ``flow_run_id`` is the root flow run's: the key of this run's marker in the workspace."""
     logger = get_run_logger()
     skills_dir = Path(options.skills_dir).resolve()
     if not skills_dir.is_dir():
@@ -92,7 +94,6 @@ def init(options: RunOptions) -> Run:
         raise RunRefused(f"no SKILL.md for {', '.join(missing)} under {skills_dir}; available: {', '.join(available) or 'none'}")
     settings = resolve(options.llm, os.environ, Path(options.skills_dir) / "luban.toml")
     probe = Workspace.open(skills_dir, "full", Path(options.workspace) if options.workspace else None)
-    flow_run_id = _root_flow_run_id()
     marker = None if options.evaluate_only else run_marker.load(probe.root, flow_run_id)
     if marker and marker.get("mode") in ("quick", "full"):  # Prefect runs a resumed suspension again from the top
         options = replace(options, mode=marker["mode"], resume=True)
@@ -137,22 +138,24 @@ def init(options: RunOptions) -> Run:
 
 
 def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
-    """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out)."""
-    from flows.score_command import score_source
+    """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out).
+
+    Reading and decoding is all that can fail: scoring itself takes any decoded text.
+    """
+    from scoring.document import UnreadableSkill, decode
     from workspace.skill_source import read_skill
 
     found = {}
     for skill in skills:
-        _, error = score_source(read_skill(skills_dir / skill / "SKILL.md"))
-        if error is not None:
-            found[skill] = error
+        source = read_skill(skills_dir / skill / "SKILL.md")
+        if source.error is not None or source.data is None:
+            found[skill] = source.error or f"{source.path}: could not be read"
+            continue
+        try:
+            decode(source.data)
+        except UnreadableSkill as err:
+            found[skill] = f"{source.path}: {err}"
     return found
-
-
-def _root_flow_run_id() -> str | None:
-    from prefect.runtime import flow_run
-
-    return str(flow_run.root_flow_run_id) if flow_run.id else None
 
 
 def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:

@@ -11,7 +11,7 @@ from flows import tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
 from flows.progress import progress
-from flows.ratchet import freeze, optimize_skill, reject, score_text, skill_files
+from flows.ratchet import freeze, optimize_skill, propose_ahead, reject, score_text, skill_files
 from scoring.formula import round1
 from workspace import meta_learnings, profile as profile_store
 from workspace.governance_records import now_iso
@@ -27,16 +27,17 @@ def optimize_all(run: Run) -> None:
 
 
 def _optimize_in_order(run: Run, order: list[str], update) -> None:
-    round_one_stops = 0
-    for skill in order:
+    round_one_stops, ahead = 0, None
+    for index, skill in enumerate(order):
         if run.stopped:
             break
         before = _pre_run_version(run, skill)
-        outcome = _continue_or_start(run, skill, update)
+        outcome = _continue_or_start(run, skill, update, ahead)
         update(skill, run.max_rounds, outcome.stop)
         run.outcomes[skill] = outcome
         if outcome.stop == "max_rounds":
             outcome = run.outcomes[skill] = _at_max_rounds(run, skill, outcome)
+        ahead = _next_first_proposal(run, order[index + 1:])
         save_round_backup(run.run_dir, skill, max(outcome.rounds, 1), run.workspace.skill_file(skill).read_bytes())
         _review_skill(run, skill, before, outcome)
         round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in ("bottleneck", "no_edit") else 0
@@ -64,9 +65,18 @@ def _pre_run_version(run: Run, skill: str) -> bytes:
     return run.workspace.skill_file(skill).read_bytes()
 
 
-def _continue_or_start(run: Run, skill: str, update) -> SkillOutcome:
+def _next_first_proposal(run: Run, rest: list[str]):
+    """The next skill's first proposal, asked while this one is reviewed, when no person answers in between
+    (with a person, the answer may stop the run, and the call would be paid for nothing)."""
+    if run.options.approval != "auto" or not rest or rest[0] in run.resumed or run.stopped:
+        return None
+    text = run.workspace.skill_file(rest[0]).read_text(encoding="utf-8")
+    return propose_ahead(run, rest[0], text, run.baselines[rest[0]])
+
+
+def _continue_or_start(run: Run, skill: str, update, ahead=None) -> SkillOutcome:
     if skill not in run.resumed:
-        return optimize_skill(run, skill, on_round=update)
+        return optimize_skill(run, skill, on_round=update, ahead=ahead)
     before, last_round, stop = run.resumed[skill]
     current = run.best[skill].score.total
     if stop is not None or last_round >= run.max_rounds:  # this skill had finished: nothing is repeated

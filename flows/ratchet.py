@@ -47,22 +47,28 @@ def score_text(run: Run, skill: str, text: str, ever_reverted: bool = False) -> 
                           run.prompts.get(skill, []), ever_reverted)
 
 
-def propose_for(run: Run, skill: str, text: str, card: Evaluation, exclude: frozenset[str]):
-    """The first dimension, in diagnosis order, for which the proposer has a checked edit."""
+def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list[ProposalRequest]:
+    """One request per dimension the proposer may try, in diagnosis order."""
     guarded = frozenset(run.profile.guarded_dims())
+    exclude: frozenset[str] = frozenset()
     if run.mode_quality == "lite":  # lite: format fixes only
-        exclude = exclude | (frozenset(d.dim for d in card.score.dims) - {"dim7"})
-    buffer = run.buffers[skill]
-    for dim in diagnose(card.score, guarded, run.preferred_dims, exclude):
-        request = ProposalRequest(
-            text, skill, skill_files(run, skill), dim,
-            rationales=tuple(r for r in card.score.dim(dim).reasons[:3]),
-            active_rejections=tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:],
-            is_rejected=buffer.is_rejected, budget=run.budget_for(skill))
-        proposal = tasks.propose(run.backend, request)
-        if proposal.edit is not None:
-            return proposal
-    return None
+        exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
+    buffer, files = run.buffers[skill], skill_files(run, skill)
+    rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]
+    return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
+                            active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill))
+            for dim in diagnose(card.score, guarded, run.preferred_dims, exclude)]
+
+
+def propose_for(run: Run, skill: str, text: str, card: Evaluation):
+    """The first dimension, in diagnosis order, for which the proposer has a checked edit (None: no dimension has one)."""
+    return tasks.propose(run.backend, proposal_requests(run, skill, text, card))
+
+
+def propose_ahead(run: Run, skill: str, text: str, card: Evaluation):
+    """Ask for the next round's edit now, in the background: committing and recording a kept edit needs no model,
+    and the proposal depends only on the kept text, its score card and the rejected edits, which keeping leaves alone."""
+    return text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card))
 
 
 def reject(run: Run, skill: str, edit: Edit, reason: str, status: str = "active") -> str:
@@ -76,18 +82,21 @@ def reject(run: Run, skill: str, edit: Edit, reason: str, status: str = "active"
 
 
 def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_round: int = 1,
-                   on_round=lambda skill, round_no, status: None) -> SkillOutcome:
+                   on_round=lambda skill, round_no, status: None, ahead=None) -> SkillOutcome:
+    """``ahead``: (text, proposal in flight) from ``propose_ahead``, used when the skill still has that text."""
     best = run.best.get(skill) or run.baselines[skill]
     outcome = SkillOutcome(skill, best.score.total, best.score.total, 0, "max_rounds")
     small_gains = 0
     last_round = start_round + (max_rounds or run.max_rounds) - 1
+    reverted_before = ever_reverted(run, skill)  # every revert below ends the loop, so this holds for all its rounds
     for round_no in range(start_round, last_round + 1):
         text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
         try:
-            proposal = propose_for(run, skill, text, best, frozenset())
+            proposal = ahead[1].result() if ahead and ahead[0] == text else propose_for(run, skill, text, best)
         except BudgetExhausted as err:
             run.stopped = outcome.stop = f"budget: {err}"
             break
+        ahead = None
         if proposal is None:
             tasks.record_row(run, skill, round_no, "skip", None, facts={"stop": "no_edit"}, text="no applicable edit for any dimension")
             outcome.stop = "no_edit"
@@ -97,7 +106,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
         save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
         run.ratchet.write_skill(skill, proposal.edited_text)
         try:
-            after = score_text(run, skill, proposal.edited_text, ever_reverted(run, skill))
+            after = score_text(run, skill, proposal.edited_text, reverted_before)
         except BudgetExhausted as err:
             run.ratchet.rollback(skill)
             run.stopped = outcome.stop = f"budget: {err}"
@@ -131,13 +140,15 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
             break
         if is_improvement(best.score.total, after.score.total):
             delta = round1(after.score.total - best.score.total)
+            small_gains = small_gains + 1 if delta < CEILING_DELTA else 0
+            if small_gains < 2 and round_no < last_round:
+                ahead = propose_ahead(run, skill, proposal.edited_text, after)
             run.ratchet.keep(skill, delta, edit.target_dim)
             tasks.record_row(run, skill, round_no, "keep", after, old=best.score.total, dim=edit.target_dim,
                              facts=facts, text=edit.describe(), edit_pct=proposal.edit_pct)
             best, outcome.after, outcome.kept = after, after.score.total, outcome.kept + 1
             run.best[skill] = best
             run.kept_edits.setdefault(skill, []).append(edit)
-            small_gains = small_gains + 1 if delta < CEILING_DELTA else 0
             if small_gains >= 2:
                 outcome.stop = "ceiling"
                 break

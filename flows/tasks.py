@@ -28,8 +28,13 @@ def evaluate(backend: Backend, backend_id: str, text: str, skill: str, files: tu
 
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
-def propose(backend: Backend, request: ProposalRequest) -> Proposal:
-    return propose_checked(backend, request)
+def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | None:
+    """The first checked edit, trying each dimension's request in turn (None: no dimension has one)."""
+    for request in requests:
+        proposal = propose_checked(backend, request)
+        if proposal.edit is not None:
+            return proposal
+    return None
 
 
 @task(name="design-test-prompts", cache_policy=NO_CACHE)

@@ -134,11 +134,11 @@ class OnlineBackend:
 
     def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None) -> Evaluation:
         text = _text(text)
-        doc = parse(text)
-        refs = tuple(scan_references(doc, files))
         if mode == "full":
-            panel, measurement = self._judge_and_measure(text, refs, files, prompts)
+            doc, refs, panel, measurement = self._judge_and_measure(text, files, prompts)
         else:
+            doc = parse(text)
+            refs = tuple(scan_references(doc, files))
             panel = judge_panel(self.client, [self.settings.judge_model], text, refs, self._warnings())
             measurement = measure_dry_run(self.client, self.settings, text, prompts)
         dims = dict(panel.dims, dim8=measurement.dim8)
@@ -153,22 +153,26 @@ class OnlineBackend:
         return Evaluation(score, measurement.eval_mode, panel.judge_count, panel.disagreements, veto,
                           bool(review and review.blocking), recheck, panel, measurement, review)
 
-    def _judge_and_measure(self, text: str, refs, files: frozenset[str], prompts: list[TestPrompt]) -> tuple[Panel, Measurement]:
+    def _judge_and_measure(self, text: str, files: frozenset[str], prompts: list[TestPrompt]):
         """The two judges and the dim8 pairs share one pool of ``max_concurrency`` workers, pairs first.
 
         Nothing here waits on anything else but a grade on its runs. A pair is a
         chain (runs, then the grade) and a judge one call, so queueing the chains
         first lets an evaluation finish in two latencies where judges-first, or
-        judges then dim8, takes three or four (benchmarks/loop_overhead.py).
+        judges then dim8, takes three or four. The runs need only the text, so
+        the skill is parsed (for the judges' reference list and the rules) while
+        they are in flight (benchmarks/loop_overhead.py).
         """
         context = skill_context(text, files)
         models = [self.settings.judge_model] * 2
         with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
             pairs = [pool.submit(measure_pair, self.client, self.settings, self.cache, context, p) for p in main_prompts(prompts)]
+            doc = parse(text)
+            refs = tuple(scan_references(doc, files))
             verdicts = [pool.submit(judge_once, self.client, model, f"judge-{i + 1}", text, refs) for i, model in enumerate(models)]
             panel = combine([v.result() for v in verdicts], self._warnings())
             measurement = full_measurement([p.result() for p in pairs])
-        return panel, measurement
+        return doc, refs, panel, measurement
 
     def _orthogonality(self, score: SkillScore, text: str, refs, safety, ever_reverted: bool) -> Verdict | None:
         """The design's heterogeneous re-check: shown, never counted among the standard judges."""

@@ -128,7 +128,7 @@ def chart_png(frame) -> bytes:
     if run["skill"].nunique():
         axes.legend(fontsize="small")
     buffer = io.BytesIO()
-    figure.tight_layout()
+    figure.subplots_adjust(left=0.09, right=0.98, top=0.92, bottom=0.12)  # fixed margins: tight_layout draws it twice
     figure.savefig(buffer, format="png")
     plt.close(figure)
     return buffer.getvalue()

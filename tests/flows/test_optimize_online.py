@@ -53,9 +53,9 @@ def run_online(example_skills: Path, monkeypatch, responder: LubanResponder, **k
         monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0001")
         kwargs.setdefault("skills", ["pr-review"])
         kwargs.setdefault("approval", "auto")
-        result = optimize_skills(skills_dir=str(example_skills), mode="full", init_git=True,
-                                 llm={"judge_model": "judge-a", "target_model": "target-m", "editor_model": "editor-e",
-                                      "max_retries": 0}, **kwargs)
+        kwargs.setdefault("llm", {"judge_model": "judge-a", "target_model": "target-m", "editor_model": "editor-e",
+                                  "max_retries": 0})
+        result = optimize_skills(skills_dir=str(example_skills), mode="full", init_git=True, **kwargs)
     return result, server
 
 
@@ -143,6 +143,27 @@ def test_budget_stop_ends_cleanly_and_keeps_the_records(example_skills: Path, mo
     assert rows[0].status == "baseline" and len(server.chat_requests()) <= 38
     assert git.Repo(example_skills).git.status("--porcelain") == ""  # the unscored edit was rolled back
     assert "run stopped early: budget" in Path(result["report"]).read_text()
+
+
+def test_budget_reached_by_the_proposal_asked_ahead_stops_after_the_kept_round(example_skills: Path, tmp_path: Path,
+                                                                              monkeypatch):
+    """Round 2's proposal is asked while round 1's keep is committed: its budget stop must end the run as cleanly."""
+    import shutil
+
+    fresh = tmp_path / "again" / "skills"
+    shutil.copytree(example_skills, fresh)
+    counting = GateResponder(held_after=8)
+    run_online(example_skills, monkeypatch, counting)
+    second_proposal = [i for i, kind in enumerate(counting.kinds) if kind == "propose"][1]
+    result, server = run_online(fresh, monkeypatch, GateResponder(held_after=8),
+                                llm={"judge_model": "judge-a", "target_model": "target-m", "editor_model": "editor-e",
+                                     "max_retries": 0, "max_llm_calls": second_proposal})
+    rows = ResultsFile(fresh.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv").rows()
+    assert result["stopped"] and result["stopped"].startswith("budget")
+    assert [r.status for r in rows if r.status != "error"][:2] == ["baseline", "keep"]
+    assert len(server.chat_requests()) == second_proposal  # the refused call was never sent
+    assert (fresh / "pr-review" / "SKILL.md").read_text().rstrip().endswith(STOP_LINE)  # the kept edit stays
+    assert git.Repo(fresh).git.status("--porcelain") == ""
 
 
 def test_an_open_p0_at_baseline_blocks_the_skill(example_skills: Path, monkeypatch):

@@ -105,9 +105,10 @@ class ScriptedOpenAI:
                     body = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
                     body = {"_raw": raw.decode("utf-8", "replace")}
+                arrived = time.monotonic()
                 scripted = server._next(Request(self.path, body, {k.lower(): v for k, v in self.headers.items()}, time.time()))
-                if scripted.delay:
-                    time.sleep(scripted.delay)
+                if scripted.delay:  # a latency counted from the request's arrival, as a model server's is
+                    time.sleep(max(0.0, scripted.delay - (time.monotonic() - arrived)))
                 payload = scripted.body if isinstance(scripted.body, bytes) else json.dumps(scripted.body).encode()
                 try:
                     self.send_response(scripted.status)
