@@ -51,11 +51,6 @@ def schedule(step: Step, concurrency: int) -> list[int]:
     return widths
 
 
-def waves(step: Step, concurrency: int) -> int:
-    """Minimum number of waves."""
-    return len(schedule(step, concurrency))
-
-
 def _grades_unblocked(feeders: list[int], finished: int) -> int:
     """Mark ``finished`` feeder calls done, pair by pair; return how many grades became ready."""
     unblocked = 0

@@ -163,7 +163,7 @@ def agreement_section(corpus_files: list[Path], scratch: Path) -> int:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     options.add_argument("--count", type=int, default=1000, help="synthetic skills to generate")
-    options.add_argument("--repeats", type=int, default=7, help="passes per engine; the best one counts")
+    options.add_argument("--repeats", type=int, default=7, help="passes per engine: rates from the best, ratios the median of the paired passes")
     args = options.parse_args()
     corpus_files = sorted(CORPUS.rglob("SKILL.md"))
     if not corpus_files:

@@ -138,23 +138,15 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
 
 
 def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
-    """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out).
-
-    Reading and decoding is all that can fail: scoring itself takes any decoded text.
-    """
-    from scoring.document import UnreadableSkill, decode
+    """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out)."""
+    from flows.score_command import source_text
     from workspace.skill_source import read_skill
 
     found = {}
     for skill in skills:
-        source = read_skill(skills_dir / skill / "SKILL.md")
-        if source.error is not None or source.data is None:
-            found[skill] = source.error or f"{source.path}: could not be read"
-            continue
-        try:
-            decode(source.data)
-        except UnreadableSkill as err:
-            found[skill] = f"{source.path}: {err}"
+        _, error = source_text(read_skill(skills_dir / skill / "SKILL.md"))
+        if error is not None:
+            found[skill] = error
     return found
 
 

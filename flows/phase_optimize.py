@@ -11,7 +11,7 @@ from flows import tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
 from flows.progress import progress
-from flows.ratchet import freeze, optimize_skill, propose_ahead, reject, score_text, skill_files
+from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, reject, score_text, skill_files
 from scoring.formula import round1
 from workspace import meta_learnings, profile as profile_store
 from workspace.governance_records import now_iso
@@ -65,7 +65,7 @@ def _pre_run_version(run: Run, skill: str) -> bytes:
     return run.workspace.skill_file(skill).read_bytes()
 
 
-def _next_first_proposal(run: Run, rest: list[str]):
+def _next_first_proposal(run: Run, rest: list[str]) -> ProposalAhead | None:
     """The next skill's first proposal, asked while this one is reviewed, when no person answers in between
     (with a person, the answer may stop the run, and the call would be paid for nothing)."""
     if run.options.approval != "auto" or not rest or rest[0] in run.resumed or run.stopped:
@@ -74,7 +74,7 @@ def _next_first_proposal(run: Run, rest: list[str]):
     return propose_ahead(run, rest[0], text, run.baselines[rest[0]])
 
 
-def _continue_or_start(run: Run, skill: str, update, ahead=None) -> SkillOutcome:
+def _continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None = None) -> SkillOutcome:
     if skill not in run.resumed:
         return optimize_skill(run, skill, on_round=update, ahead=ahead)
     before, last_round, stop = run.resumed[skill]

@@ -9,6 +9,10 @@ Two kept rounds in a row under +2 are the ceiling signal.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from prefect.futures import PrefectFuture
+
 from judges.backend import Evaluation, ProposalRequest
 from judges.llm import BudgetExhausted
 from scoring.diagnosis import diagnose
@@ -65,10 +69,17 @@ def propose_for(run: Run, skill: str, text: str, card: Evaluation):
     return tasks.propose(run.backend, proposal_requests(run, skill, text, card))
 
 
-def propose_ahead(run: Run, skill: str, text: str, card: Evaluation):
+class ProposalAhead(NamedTuple):
+    """A proposal asked for before its round, and the text it was asked for (it is used only on that text)."""
+
+    text: str
+    proposal: PrefectFuture
+
+
+def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> ProposalAhead:
     """Ask for the next round's edit now, in the background: committing and recording a kept edit needs no model,
     and the proposal depends only on the kept text, its score card and the rejected edits, which keeping leaves alone."""
-    return text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card))
+    return ProposalAhead(text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card)))
 
 
 def reject(run: Run, skill: str, edit: Edit, reason: str, status: str = "active") -> str:
@@ -82,8 +93,7 @@ def reject(run: Run, skill: str, edit: Edit, reason: str, status: str = "active"
 
 
 def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_round: int = 1,
-                   on_round=lambda skill, round_no, status: None, ahead=None) -> SkillOutcome:
-    """``ahead``: (text, proposal in flight) from ``propose_ahead``, used when the skill still has that text."""
+                   on_round=lambda skill, round_no, status: None, ahead: ProposalAhead | None = None) -> SkillOutcome:
     best = run.best.get(skill) or run.baselines[skill]
     outcome = SkillOutcome(skill, best.score.total, best.score.total, 0, "max_rounds")
     small_gains = 0
@@ -92,7 +102,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
     for round_no in range(start_round, last_round + 1):
         text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
         try:
-            proposal = ahead[1].result() if ahead and ahead[0] == text else propose_for(run, skill, text, best)
+            proposal = ahead.proposal.result() if ahead and ahead.text == text else propose_for(run, skill, text, best)
         except BudgetExhausted as err:
             run.stopped = outcome.stop = f"budget: {err}"
             break

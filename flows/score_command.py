@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from scoring import SkillScore, UnreadableSkill, score_skill
+from scoring import SkillScore, UnreadableSkill
+from scoring.document import decode, parse
+from scoring.rubric import score_document
 from workspace.skill_source import SkillSource, discover, read_skill
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
@@ -53,13 +55,21 @@ class SkillResult:
         return self.gated_value is not None and self.gated_value < base
 
 
-def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
+def source_text(source: SkillSource) -> tuple[str | None, str | None]:
+    """(the skill's text, None), or (None, why it cannot be scored): unreadable, too large, not UTF-8, empty."""
     if source.error is not None or source.data is None:
         return None, source.error or f"{source.path}: could not be read"
     try:
-        return score_skill(source.data, source.name, source.files), None
+        return decode(source.data), None
     except UnreadableSkill as err:
         return None, f"{source.path}: {err}"
+
+
+def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
+    text, error = source_text(source)
+    if text is None:
+        return None, error
+    return score_document(parse(text), source.name, source.files), None
 
 
 def collect(options: ScoreOptions) -> list[SkillResult]:
