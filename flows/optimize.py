@@ -1,14 +1,15 @@
 """The Prefect flows: ``optimize-skills`` (Phases 0–6) and ``evaluate-skills`` (Phases 0–1).
 
-Thin on purpose: each phase is a subflow (a task, for the two that never stop
-for a person) with a name a person recognises in the Prefect UI, and the flow
-parameters are the whole run configuration.
+Thin on purpose: each phase is a unit with a name a person recognises in the
+Prefect UI, and the flow parameters are the whole run configuration. A phase
+that may stop for a person in the UI is a subflow, because Prefect pauses only
+flows; otherwise it is a task (see ``Phase``).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, replace
-from typing import Any
+from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -24,7 +25,7 @@ from workspace.lock import WorkspaceLock
 
 
 class RunRef(BaseModel):
-    """A phase subflow's parameter: what the Prefect API stores and shows is this summary; the live run
+    """A phase's parameter: what the Prefect API stores and shows is this summary; the live run
     (backend, repository, every skill's score card) rides along privately. Passing the run itself would
     make Prefect serialize all of it, which a batch of a few dozen skills takes past the API's 512 KB limit."""
 
@@ -40,7 +41,29 @@ class RunRef(BaseModel):
         return ref
 
 
-@flow(name="phase-0-init", validate_parameters=False)
+class Phase:
+    """One phase, run as a subflow when a person may answer its checkpoints in the Prefect UI, else as a task.
+
+    Prefect pauses and suspends only flow runs, so ``approval="ui"`` needs
+    subflows. With ``auto`` (or ``cli``, which asks in the terminal) nothing
+    pauses, and a task run costs a few ms where a subflow costs about 0.25 s
+    of API calls (its tracking task run, the flow run, its state changes): a
+    second a run (benchmarks/loop_overhead.py). Phases 5 and 6 never ask anyone.
+    """
+
+    def __init__(self, name: str, fn: Callable[..., Any]):
+        self.as_flow = flow(name=name, validate_parameters=False)(fn)
+        self.as_task = task(name=name, cache_policy=NO_CACHE)(fn)
+
+    def __call__(self, approval: Approval, *args: Any) -> Any:
+        return (self.as_flow if approval == "ui" else self.as_task)(*args)
+
+
+def phase(name: str) -> Callable[[Callable[..., Any]], Phase]:
+    return lambda fn: Phase(name, fn)
+
+
+@phase("phase-0-init")
 def phase_0(options: RunOptions, root_flow_run_id: str | None) -> Run:
     return phase_init.init(options, root_flow_run_id)
 
@@ -52,28 +75,26 @@ def root_flow_run_id() -> str | None:
     return str(flow_run.root_flow_run_id) if flow_run.id else None
 
 
-@flow(name="phase-0.5-test-prompts", validate_parameters=False)
+@phase("phase-0.5-test-prompts")
 def phase_0_5(ref: RunRef) -> bool:
     return phase_init.design_prompts(ref._run)
 
 
-@flow(name="phase-1-baseline", validate_parameters=False)
+@phase("phase-1-baseline")
 def phase_1(ref: RunRef) -> bool:
     return phase_init.baseline(ref._run)
 
 
-@flow(name="phase-2-ratchet", validate_parameters=False)
+@phase("phase-2-ratchet")
 def phase_2(ref: RunRef) -> None:
     phase_optimize.optimize_all(ref._run)
 
 
-@flow(name="phase-3-held-out-gate", validate_parameters=False)
+@phase("phase-3-held-out-gate")
 def phase_3(ref: RunRef) -> None:
     phase_optimize.held_out_gate(ref._run)
 
 
-# Phases 5 and 6 never stop for a person, so they are tasks: a subflow costs about 0.15 s of API calls
-# (its tracking task, the run, two state changes) where a task run costs a few ms (benchmarks/loop_overhead.py).
 @task(name="phase-5-report", cache_policy=NO_CACHE)
 def phase_5(ref: RunRef) -> str:
     return str(phase_report.report(ref._run))
@@ -135,11 +156,11 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     with WorkspaceLock(_lock_path(options)) as lock, subflows_without_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
-        run = phase_0(options, root_flow_run_id())
+        run = phase_0(approval, options, root_flow_run_id())
         try:
-            if phase_0_5(RunRef.of(run)) and phase_1(RunRef.of(run)):
-                phase_2(RunRef.of(run))
-                phase_3(RunRef.of(run))
+            if phase_0_5(approval, RunRef.of(run)) and phase_1(approval, RunRef.of(run)):
+                phase_2(approval, RunRef.of(run))
+                phase_3(approval, RunRef.of(run))
         except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
             run.stopped = f"budget: {err}"
         report_path = phase_5(RunRef.of(run))
@@ -156,10 +177,10 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
                       evaluate_only=True)
     with WorkspaceLock(_lock_path(options)), subflows_without_heartbeats():
-        run = phase_0(options, root_flow_run_id())
+        run = phase_0(approval, options, root_flow_run_id())
         try:
-            phase_0_5(RunRef.of(run))
-            phase_1(RunRef.of(run))
+            phase_0_5(approval, RunRef.of(run))
+            phase_1(approval, RunRef.of(run))
         except BudgetExhausted as err:
             run.stopped = f"budget: {err}"
         report_path = phase_5(RunRef.of(run))

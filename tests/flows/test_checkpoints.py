@@ -29,14 +29,17 @@ def run_in_thread(**kwargs) -> tuple[threading.Thread, dict]:
     return thread, box
 
 
-def answer_checkpoints(thread: threading.Thread, decide, deadline: float = 240) -> list[str]:
-    """Answer every checkpoint the run pauses at, until it finishes; returns the checkpoints seen."""
+def answer_checkpoints(thread: threading.Thread, decide, deadline: float = 240, flows: dict | None = None) -> list[str]:
+    """Answer every checkpoint the run pauses at, until it finishes; returns the checkpoints seen
+    (and fills ``flows``, when given, with the name of the flow each one paused)."""
     seen: list[tuple[str, str]] = []  # (checkpoint, run id): one subflow run can pause more than once
     end = time.monotonic() + deadline
     while thread.is_alive() and time.monotonic() < end:
         for run in pending():
             if (run.checkpoint, run.id) not in seen:
                 seen.append((run.checkpoint, run.id))
+                if flows is not None:
+                    flows[run.checkpoint] = run.flow
                 approve(run.id, **decide(run.checkpoint))
         time.sleep(0.3)
     thread.join(5)
@@ -46,9 +49,13 @@ def answer_checkpoints(thread: threading.Thread, decide, deadline: float = 240) 
 def test_paused_run_is_resumed_with_input_from_code(example_skills: Path):
     thread, box = run_in_thread(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="ui",
                                 max_rounds=2, approval_timeout=120)
-    seen = answer_checkpoints(thread, lambda name: {"comment": f"ok {name}"})
+    paused: dict[str, str] = {}
+    seen = answer_checkpoints(thread, lambda name: {"comment": f"ok {name}"}, flows=paused)
     assert "error" not in box, box.get("error")
     assert seen[:2] == ["test-prompts", "baseline"] and "skill-pr-review" in seen
+    # Prefect pauses only flows: with a person answering in the UI, each phase is a subflow that pauses itself
+    assert paused["test-prompts"] == "phase-0.5-test-prompts" and paused["baseline"] == "phase-1-baseline"
+    assert paused["skill-pr-review"] == "phase-2-ratchet"
     assert box["result"]["stopped"] is None and box["result"]["skills"]["pr-review"]["kept"] >= 1
 
 

@@ -89,6 +89,23 @@ def test_evaluate_scores_and_edits_nothing(example_skills: Path):
     assert not (example_skills / ".git").exists()
 
 
+def test_a_batch_run_has_its_phases_as_task_runs_not_subflows(example_skills: Path):
+    """Nothing pauses with approval=auto, so each phase is a task run (a few ms) instead of a subflow (~0.25 s)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterId
+    from prefect.client.schemas.sorting import FlowRunSort
+
+    optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto", max_rounds=1)
+    with get_client(sync_client=True) as client:
+        root = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["optimize-skills"])),
+                                     sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        children = client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_flow_run_id={"any_": [root.id]}))
+        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[root.id])))
+    assert children == []
+    assert {t.name.rsplit("-", 1)[0] for t in tasks} >= {"phase-0-init", "phase-0.5-test-prompts", "phase-1-baseline",
+                                                       "phase-2-ratchet", "phase-5-report", "phase-6-meta-review"}
+
+
 def test_full_mode_without_git_refuses_with_the_choices(example_skills: Path):
     from prefect.exceptions import PrefectException
 
