@@ -11,6 +11,7 @@ import pytest
 
 from flows.optimize import evaluate_skills, optimize_skills
 from scoring.notes import parse_note
+from tests.flows.prefect_server import wait_for
 from workspace import meta_learnings, rejected_edits
 from workspace.results_tsv import ResultsFile
 
@@ -95,15 +96,21 @@ def test_a_batch_run_has_its_phases_as_task_runs_not_subflows(example_skills: Pa
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterId
     from prefect.client.schemas.sorting import FlowRunSort
 
+    phases = {"phase-0-init", "phase-0.5-test-prompts", "phase-1-baseline", "phase-2-ratchet", "phase-5-report",
+              "phase-6-meta-review"}
     optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto", max_rounds=1)
     with get_client(sync_client=True) as client:
         root = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["optimize-skills"])),
                                      sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
         children = client.read_flow_runs(flow_run_filter=FlowRunFilter(parent_flow_run_id={"any_": [root.id]}))
-        tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[root.id])))
+
+        def task_runs_named() -> set[str]:
+            tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[root.id])))
+            return {t.name.rsplit("-", 1)[0] for t in tasks}
+
+        # task runs reach the API as events, which the server writes a moment after the run has returned
+        wait_for(lambda: task_runs_named() >= phases, 30, f"task runs {sorted(phases)} of run {root.id}")
     assert children == []
-    assert {t.name.rsplit("-", 1)[0] for t in tasks} >= {"phase-0-init", "phase-0.5-test-prompts", "phase-1-baseline",
-                                                       "phase-2-ratchet", "phase-5-report", "phase-6-meta-review"}
 
 
 def test_full_mode_without_git_refuses_with_the_choices(example_skills: Path):
