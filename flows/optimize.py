@@ -13,12 +13,12 @@ from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from pydantic import BaseModel, PrivateAttr
 
 from flows import phase_init, phase_optimize, phase_report
 from flows.checkpoints import Approval
 from flows.context import Run, RunOptions
+from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from judges.llm import BudgetExhausted
 from workspace import run_marker
 from workspace.lock import WorkspaceLock
@@ -105,17 +105,6 @@ def phase_6(ref: RunRef) -> list[str]:
     return phase_report.review(ref._run)
 
 
-def subflows_without_heartbeats():
-    """The phase subflows run in the root flow's process, whose own heartbeat already says it is alive.
-
-    A subflow's heartbeat thread sleeps in one-second steps and Prefect joins it
-    as the subflow ends, so each phase paid up to a second (up to two when an
-    emit is slow) doing nothing: over half the orchestration time of a small
-    run (benchmarks/loop_overhead.py). The root flow keeps Prefect's setting.
-    """
-    return temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
-
-
 def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str, max_rounds: int | None, budget: float,
              workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None) -> RunOptions:
     if mode not in ("quick", "full", "auto"):
@@ -146,14 +135,14 @@ def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, 
     }
 
 
-@flow(name="optimize-skills", log_prints=True)
+@prompt_heartbeat_flow(name="optimize-skills", log_prints=True)
 def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "auto", approval: Approval = "auto",
                     max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
                     init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
                     llm: dict[str, Any] | None = None) -> dict[str, Any]:
     """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6)."""
     options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume, approval_timeout, llm)
-    with WorkspaceLock(_lock_path(options)) as lock, subflows_without_heartbeats():
+    with WorkspaceLock(_lock_path(options)) as lock, run_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
         run = phase_0(approval, options, root_flow_run_id())
@@ -170,13 +159,13 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     return summary(run, report_path, lessons)
 
 
-@flow(name="evaluate-skills", log_prints=True)
+@prompt_heartbeat_flow(name="evaluate-skills", log_prints=True)
 def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "quick", workspace: str | None = None,
                     approval: Approval = "auto", llm: dict[str, Any] | None = None) -> dict[str, Any]:
     """Phases 0–1 only: score every skill and record the baseline; nothing is edited."""
     options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
                       evaluate_only=True)
-    with WorkspaceLock(_lock_path(options)), subflows_without_heartbeats():
+    with WorkspaceLock(_lock_path(options)), run_heartbeats():
         run = phase_0(approval, options, root_flow_run_id())
         try:
             phase_0_5(approval, RunRef.of(run))

@@ -132,3 +132,20 @@ def test_links_images_and_code_spans_are_collected_with_lines():
 def test_percent_encoded_link_targets_are_decoded():
     d = parse("[x](<references/my file.md>)\n")
     assert d.links[0].target == "references/my file.md"
+
+
+@pytest.mark.parametrize("text", [
+    "# Title\n\nsome\0text with `scripts/a\0b.py`\n\n## Next\n",  # NUL: markdown-it's own normalize rule must run
+    "# Title\r\rsome\0text with `scripts/a\0b.py`\r\r## Next\r",  # CR given to parse() directly, not through decode()
+    "# Title\n\nsome text with `scripts/ab.py`\n\n## Next\n",  # already normalized: the rule is skipped
+])
+def test_parse_reads_what_commonmark_reads_whether_or_not_it_skips_the_normalize_rule(text):
+    from markdown_it import MarkdownIt
+
+    reference = MarkdownIt("commonmark").parse(text)
+    doc = parse(text)
+    assert [h.text for h in doc.headings] == [t.content for t in reference if t.type == "inline" and t.map and t.map[0] in (0, 4)] \
+        == ["Title", "Next"]
+    paragraph = next(t.content for t in reference if t.type == "inline" and t.content.startswith("some"))
+    assert [p.text for p in doc.paragraphs] == [paragraph.replace("`", "")] and ("\ufffd" in paragraph) == ("\0" in text)
+    assert [link.target for link in doc.links] == [paragraph.split("`")[1]]
