@@ -8,7 +8,7 @@ In one process, over the corpus (../shared/corpus, read only) and over
   parse floor   markdown-it-py's commonmark preset parsing each decoded file, nothing else;
   luban scorer  scoring.score_skill on the file's bytes (decode, one parse, every rule);
   skills-ref    the reference library's validate, in process (frontmatter parse + checks).
-The engines take turns file by file, ``--repeats`` passes over the set, timed in
+The engines take turns over blocks of files, ``--repeats`` passes over the set, timed in
 CPU seconds; rates and ratios are over all the passes.
 Then, as CI runs it: `luban score` over the synthetic set in a fresh process
 pinned to one core, start-up included, and `agentskills validate` (the
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from markdown_it import MarkdownIt  # noqa: E402
 
 from scoring import score_skill  # noqa: E402
+from scoring.document import markdown_tokens  # noqa: E402
 from workspace.skill_source import SkillSource, read_skill  # noqa: E402
 
 try:
@@ -54,25 +55,36 @@ BIN = Path(sys.executable).parent
 
 
 def timed_turns(engines: dict[str, Callable[[int], None]], count: int, repeats: int) -> dict[str, list[float]]:
-    """CPU seconds of each engine in each of ``repeats`` passes, the engines taking turns file by file.
+    """CPU seconds of each engine in each of ``repeats`` passes, the engines taking turns over blocks of files.
 
     On this shared VM the same whole pass swung by up to 40 % from one pass to the
-    next, as the hypervisor's mood changed, so whole passes taken in turn gave
-    ratios from 0.64 to 0.96 within one run. Turns per file put every engine
-    on the same file under the same conditions, a few ms apart; the order of the
-    turns alternates with each file, so neither engine always runs on the caches
-    the other warmed. CPU time, not wall time: time given to other guests is not ours.
+    next, so whole passes taken in turn gave ratios from 0.64 to 0.96 within one run:
+    turns tens of ms apart put the engines under the same conditions. What else a
+    turn does to the result is spread evenly or kept as `luban score` has it:
+    - an engine that parses a text another has just parsed runs up to 15 % faster
+      (the CPU's predictors have learned that text), so the engines work on files a
+      fixed stride apart, each still reading every file once a pass;
+    - `luban score` runs the scorer file after file with its code warm, and one-file
+      turns evicted each engine's code between files, costing the scorer (markdown-it,
+      libyaml and the rules) 2-4 % against the floor depending on the engines' order;
+      so a turn is a block of ``count // 25`` files (40 of 1 000, about 60 ms);
+    - the order rotates by one each turn, so each engine takes every place equally often.
+    A control (the floor against a second copy of itself) reads 0.99-1.01 this way.
+    CPU time, not wall time: time given to other guests is not ours.
     """
     clock = time.process_time
     seconds: dict[str, list[float]] = {name: [] for name in engines}
-    order = list(engines.items())
+    slots = list(enumerate(engines.items()))
+    stride, block = max(1, count // len(slots)), max(1, count // 25)
     for _ in range(repeats):
         gc.collect()
         spent = dict.fromkeys(engines, 0.0)
-        for index in range(count):
-            for name, work in order if index % 2 == 0 else reversed(order):
+        for turn, first in enumerate(range(0, count, block)):
+            rotated = turn % len(slots)
+            for slot, (name, work) in slots[rotated:] + slots[:rotated]:
                 start = clock()
-                work(index)
+                for index in range(first, min(first + block, count)):
+                    work((index + slot * stride) % count)
                 spent[name] += clock() - start
         for name, total in spent.items():
             seconds[name].append(total)
@@ -84,8 +96,13 @@ def ratio(seconds: dict[str, list[float]], numerator: str, denominator: str) -> 
     return sum(seconds[denominator]) / sum(seconds[numerator])
 
 
-def engines(sources: list[SkillSource]) -> dict[str, Callable[[int], None]]:
-    """The three ways to process the same in-memory file, by its index.
+def engines(sources: list[SkillSource]) -> tuple[dict[str, Callable[[int], None]], Callable[[int], None]]:
+    """The three ways to process the same in-memory file, by its index, and the scorer's parse alone.
+
+    The scorer's parse is markdown-it-py as the scorer configures it (the commonmark preset
+    without two core rules whose work the scorer does anyway: scoring/document.py), timed
+    against the floor in turns of its own, so the report shows how much of the scorer's
+    ratio that configuration accounts for.
 
     Each result is dropped as soon as it is made, as `luban score` keeps only
     the small scores: holding 1 000 token streams would time the allocator.
@@ -96,6 +113,9 @@ def engines(sources: list[SkillSource]) -> dict[str, Callable[[int], None]]:
     def parse_floor(index: int) -> None:
         parser.parse(items[index][0].decode("utf-8"))
 
+    def scorer_parse(index: int) -> None:
+        markdown_tokens(items[index][0].decode("utf-8"))
+
     def luban_scorer(index: int) -> None:
         data, name, files, _ = items[index]
         score_skill(data, name, files)
@@ -104,24 +124,27 @@ def engines(sources: list[SkillSource]) -> dict[str, Callable[[int], None]]:
         data, _, _, where = items[index]
         agreement.skills_ref_errors(data.decode("utf-8"), where)
 
-    return {"parse floor": parse_floor, "luban scorer": luban_scorer, "skills-ref": skills_ref}
+    return {"parse floor": parse_floor, "luban scorer": luban_scorer, "skills-ref": skills_ref}, scorer_parse
 
 
 def measure_set(label: str, sources: list[SkillSource], repeats: int) -> None:
     megabytes = sum(len(s.data or b"") for s in sources) / 1e6
     print(f"\n{label}: {len(sources)} files, {megabytes:.2f} MB (CPU time over {repeats} passes, "
-          "the engines taking turns file by file)")
-    print(f"  {'engine':<14}{'files/s':>10}{'MB/s':>9}{'peak MiB':>10}")
-    work = engines(sources)
+          "the engines taking turns over blocks of files)")
+    print(f"  {'engine':<15}{'files/s':>10}{'MB/s':>9}{'peak MiB':>10}")
+    work, scorer_parse = engines(sources)
     seconds = timed_turns(work, len(sources), repeats)
     for name, times in seconds.items():
         mean = statistics.fmean(times)
-        print(f"  {name:<14}{len(sources) / mean:>10.0f}{megabytes / mean:>9.2f}{peak_mib(work[name], len(sources)):>10.1f}")
+        print(f"  {name:<15}{len(sources) / mean:>10.0f}{megabytes / mean:>9.2f}{peak_mib(work[name], len(sources)):>10.1f}")
     floor_ratio = ratio(seconds, "luban scorer", "parse floor")
     per_pass = [floor / scorer for floor, scorer in zip(seconds["parse floor"], seconds["luban scorer"])]
     verdict = "meets" if floor_ratio >= SCORER_FLOOR_TARGET else "MISSES"
     print(f"  scorer/parse_floor {floor_ratio:.3f}   ({verdict} the >= {SCORER_FLOOR_TARGET:.2f} target; "
           f"passes {min(per_pass):.3f} - {max(per_pass):.3f})")
+    trimmed = timed_turns({"parse floor": work["parse floor"], "trimmed parse": scorer_parse}, len(sources), repeats)
+    print(f"  the scorer's own parse (the preset less normalize and text_join) runs at "
+          f"{ratio(trimmed, 'trimmed parse', 'parse floor'):.3f}x the floor's speed, in turns of its own")
     print(f"  scorer/skills_ref  {ratio(seconds, 'luban scorer', 'skills-ref'):.2f}   "
           "(skills-ref checks frontmatter only; Luban scores the whole file)")
 
@@ -175,7 +198,7 @@ def agreement_section(corpus_files: list[Path], scratch: Path) -> int:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     options.add_argument("--count", type=int, default=1000, help="synthetic skills to generate")
-    options.add_argument("--repeats", type=int, default=7, help="passes over each set, the engines taking turns file by file")
+    options.add_argument("--repeats", type=int, default=7, help="passes over each set, the engines taking turns over blocks of files")
     args = options.parse_args()
     corpus_files = sorted(CORPUS.rglob("SKILL.md"))
     if not corpus_files:

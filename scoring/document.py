@@ -24,11 +24,13 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 MAX_BYTES = 2 * 1024 * 1024
-_PARSER = MarkdownIt("commonmark")
-# markdown-it's first rule rewrites every line break to LF and every NUL to U+FFFD, one regex
-# replacement per line. decode() has already made every break LF, so for a body with no CR and
-# no NUL that rule copies the text unchanged, at about 3 % of the parse: skip it there.
-_PARSER_ON_NORMALIZED = MarkdownIt("commonmark").disable("normalize")
+# The commonmark preset without two core rules whose work the scorer does anyway, about 8 % of
+# the parse (benchmarks/score_throughput.py): text_join, which merges adjacent text tokens
+# (render_inline concatenates a block's text whatever its pieces), and, unless the body still
+# holds a CR or NUL, normalize, which rewrites every line break to LF and NUL to U+FFFD with one
+# regex replacement per line (decode() has already made every break LF).
+_PARSER = MarkdownIt("commonmark").disable("text_join")
+_PARSER_ON_NORMALIZED = MarkdownIt("commonmark").disable(["normalize", "text_join"])
 # libyaml's loader when PyYAML was built with it: same documents, same marks, ~10x faster.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TEXT_TOKENS = {"text", "text_special", "code_inline"}
@@ -107,17 +109,16 @@ def normalize_text(text: str) -> str:
 
 def parse(text: str) -> SkillDocument:
     """Split frontmatter from body and collect the Markdown structure of the body."""
-    lines = text.split("\n")
-    fm_present = lines[0] == "---"
-    frontmatter, fm_error, body_start = None, None, 0
+    fm_present = text == "---" or text.startswith("---\n")  # the first line is exactly '---'
+    frontmatter, fm_error, body_start, body = None, None, 0, text
     if fm_present:
-        end = next((i for i in range(1, len(lines)) if lines[i] in ("---", "...")), None)
-        if end is None:
+        closing = _closing_line(text)
+        if closing is None:
             fm_error = FrontmatterError(1, "frontmatter opened with '---' on line 1 is never closed; add a '---' line after it")
         else:
-            frontmatter, fm_error = _load_yaml("\n".join(lines[1:end]))
-            body_start = end + 1
-    body = "\n".join(lines[body_start:])
+            index, start, end = closing
+            frontmatter, fm_error = _load_yaml(text[4 : start - 1])
+            body_start, body = index + 1, text[end + 1 :]
     headings, paragraphs, links = _walk(body, body_start)
     return SkillDocument(
         text=text,
@@ -130,6 +131,24 @@ def parse(text: str) -> SkillDocument:
         paragraphs=paragraphs,
         links=links,
     )
+
+
+def _closing_line(text: str) -> tuple[int, int, int] | None:
+    """The first line after the opening '---' that is exactly '---' or '...': its index and where it starts and ends.
+
+    Found line by line with ``str.find`` rather than by splitting the whole text,
+    which would cut every line of the body only to join them again.
+    """
+    index, start = 1, 4
+    while start <= len(text):
+        newline = text.find("\n", start)
+        end = len(text) if newline == -1 else newline
+        if text[start:end] in ("---", "..."):
+            return index, start, end
+        if newline == -1:
+            return None
+        index, start = index + 1, newline + 1
+    return None
 
 
 def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | None]:
@@ -148,11 +167,11 @@ def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | N
 
 
 def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...]]:
-    tokens = (_PARSER if "\r" in body or "\0" in body else _PARSER_ON_NORMALIZED).parse(body)
+    tokens = markdown_tokens(body)
     headings: list[Heading] = []
     paragraphs: list[Paragraph] = []
     links: list[LinkTarget] = []
-    body_lines = body.split("\n")
+    body_lines = _LazyLines(body)
     for i, tok in enumerate(tokens):
         if tok.type != "inline" or i == 0:
             continue
@@ -165,6 +184,11 @@ def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Parag
             paragraphs.append(Paragraph(render_inline(tok.children or []), first, last))
         links.extend(_targets(tok.children or [], body_lines, tok.map, first))
     return tuple(headings), tuple(paragraphs), tuple(links)
+
+
+def markdown_tokens(body: str) -> list[Token]:
+    """The body's CommonMark tokens, as the scorer parses them (see ``_PARSER``)."""
+    return (_PARSER if "\r" in body or "\0" in body else _PARSER_ON_NORMALIZED).parse(body)
 
 
 def render_inline(children: list[Token]) -> str:
@@ -180,7 +204,19 @@ def render_inline(children: list[Token]) -> str:
     return "".join(parts).strip()
 
 
-def _targets(children: list[Token], body_lines: list[str], block_map: list[int] | None, first_line: int) -> list[LinkTarget]:
+class _LazyLines:
+    """The body's lines, split when a link first needs them: most blocks hold none."""
+
+    def __init__(self, text: str):
+        self._text, self._lines = text, None
+
+    def span(self, block_map: list[int]) -> list[str]:
+        if self._lines is None:
+            self._lines = self._text.split("\n")
+        return self._lines[block_map[0] : block_map[1]]
+
+
+def _targets(children: list[Token], body_lines: _LazyLines, block_map: list[int] | None, first_line: int) -> list[LinkTarget]:
     found: list[LinkTarget] = []
     for child in children:
         if child.type == "link_open":
@@ -191,7 +227,7 @@ def _targets(children: list[Token], body_lines: list[str], block_map: list[int] 
             target, is_code = child.content, True
         else:
             continue
-        span = body_lines[block_map[0] : block_map[1]] if block_map else []
+        span = body_lines.span(block_map) if block_map else []
         found.append(LinkTarget(target, _line_of(target, span, first_line), is_code))
     return found
 

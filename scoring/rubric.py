@@ -22,6 +22,8 @@ from scoring.validation import (
 )
 
 Mode = Literal["quick", "full"]
+# Frozen, so these serve every score an LLM judge did not see, rather than five new objects per file.
+_NO_JUDGE = {d: unscored(d, "LLM-judged dimension; no judge ran") for d in LLM_DIMS}
 
 
 def review_dim10(mode: Mode, findings: tuple[int, int] | None) -> DimensionScore:
@@ -59,7 +61,7 @@ def score_document(
         score_dim9(doc),
         dim10 if dim10 is not None else review_dim10(mode, review_findings),
     ]
-    dims += [llm_dims.get(d) or unscored(d, "LLM-judged dimension; no judge ran") for d in LLM_DIMS]
+    dims += [llm_dims.get(d) or _NO_JUDGE[d] for d in LLM_DIMS]
     violations = merge_markers(doc.text) + frontmatter_violations(doc) + reference_violations(refs)
     violations.sort(key=lambda v: (v.line or 0, v.kind))
     return SkillScore(skill_name, tuple(dims), tuple(violations), tuple(refs), warnings)

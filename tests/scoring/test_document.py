@@ -62,6 +62,19 @@ def test_closing_line_must_be_exact():
     assert d.body == "# B\n"
 
 
+@pytest.mark.parametrize("text, frontmatter, body, first_line", [
+    ("---\nname: x\n---", {"name": "x"}, "", 4),  # the closing line is the last, with no line break after it
+    ("---\n---\n# B\n", None, "# B\n", 3),  # an empty block: closed, but not a mapping
+    ("---", None, "---", 1),  # opened on the only line, never closed
+    ("---\n", None, "---\n", 1),
+    ("---\nname: x\n---\n---\n", {"name": "x"}, "---\n", 4),  # only the first closing line closes
+])
+def test_frontmatter_boundaries_at_the_edges_of_the_text(text, frontmatter, body, first_line):
+    d = parse(text)
+    assert d.frontmatter_present and d.frontmatter == frontmatter
+    assert d.body == body and d.body_first_line == first_line
+
+
 def test_no_frontmatter_means_whole_text_is_body():
     d = parse("# Title\ntext\n")
     assert d.frontmatter is None and not d.frontmatter_present
@@ -149,3 +162,10 @@ def test_parse_reads_what_commonmark_reads_whether_or_not_it_skips_the_normalize
     paragraph = next(t.content for t in reference if t.type == "inline" and t.content.startswith("some"))
     assert [p.text for p in doc.paragraphs] == [paragraph.replace("`", "")] and ("\ufffd" in paragraph) == ("\0" in text)
     assert [link.target for link in doc.links] == [paragraph.split("`")[1]]
+
+
+def test_escapes_and_entities_render_as_one_text_without_markdown_its_text_join_rule():
+    doc = parse("# Keep \\*stars\\* &amp; `code` \\\n\nSee ![a &lt;b&gt; \\_c](assets/x.png) and 5 \\> 3 &copy;\n")
+    assert [h.text for h in doc.headings] == ["Keep *stars* & code \\"]
+    assert [p.text for p in doc.paragraphs] == ["See a <b> _c and 5 > 3 ©"]
+    assert [link.target for link in doc.links] == ["code", "assets/x.png"]
