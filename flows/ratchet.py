@@ -107,9 +107,10 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
             run.stopped = outcome.stop = f"budget: {err}"
             break
         ahead = None
-        if proposal is None:
-            tasks.record_row(run, skill, round_no, "skip", None, facts={"stop": "no_edit"}, text="no applicable edit for any dimension")
-            outcome.stop = "no_edit"
+        if proposal is None or proposal.edit is None:  # no dimension has an edit, or the editor was unreachable
+            stop, why = ("proposer_unavailable", proposal.reason) if proposal else ("no_edit", "no applicable edit for any dimension")
+            tasks.record_row(run, skill, round_no, "skip", None, facts={"stop": stop}, text=why)
+            outcome.stop = stop
             break
         edit = proposal.edit
         run.ratchet.pre_edit(skill)

@@ -29,10 +29,13 @@ def evaluate(backend: Backend, backend_id: str, text: str, skill: str, files: tu
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
 def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | None:
-    """The first checked edit, trying each dimension's request in turn (None: no dimension has one)."""
+    """The first checked edit, trying each dimension's request in turn (None: no dimension has one).
+
+    An unreachable editor ends the search with its failed proposal: every other dimension would ask the same server.
+    """
     for request in requests:
         proposal = propose_checked(backend, request)
-        if proposal.edit is not None:
+        if proposal.edit is not None or proposal.unavailable:
             return proposal
     return None
 

@@ -53,12 +53,8 @@ def build_messages(request, feedback: str | None, nonce: str) -> list[dict[str, 
 
 
 def propose_online(client: LLMClient, model: str, request, feedback: str | None) -> Edit | None:
-    try:
-        reply = client.chat("proposer", model, build_messages(request, feedback, secrets.token_hex(8)), schema=EDIT_SCHEMA)
-    except BudgetExhausted:
-        raise
-    except LLMError:
-        return None
+    """The editor's one edit; None when its reply holds none. Raises LLMError when the editor cannot be reached."""
+    reply = client.chat("proposer", model, build_messages(request, feedback, secrets.token_hex(8)), schema=EDIT_SCHEMA)
     answer = last_json_object(reply.text)
     if not answer or not isinstance(answer.get("new"), str) or not isinstance(answer.get("old", ""), str):
         return None
@@ -75,6 +71,7 @@ class Proposal:
     attempts: int
     refusals: tuple[str, ...]
     edit_pct: float = 0.0
+    unavailable: bool = False  # the editor model could not be reached: no edit was ever judged
 
     @property
     def reason(self) -> str:
@@ -99,7 +96,12 @@ def propose_checked(backend, request) -> Proposal:
     refusals: list[str] = []
     feedback: str | None = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        candidates = backend.candidates(request, feedback)
+        try:
+            candidates = backend.candidates(request, feedback)
+        except BudgetExhausted:
+            raise
+        except LLMError as err:
+            return Proposal(None, None, attempt, (*refusals, f"proposer unavailable ({err.kind}): {err}"), unavailable=True)
         for edit in candidates:
             edited, problem, pct = check(request.text, edit, request)
             if edited is not None:

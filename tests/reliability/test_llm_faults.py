@@ -105,3 +105,21 @@ def test_a_judge_that_always_disagrees_reverts_at_the_checkpoint(example_skills:
     assert result["skills"]["pr-review"]["stop"] == "disagreement"
     assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
     assert_consistent(example_skills)
+
+
+class UnreachableEditor(LubanResponder):
+    def _propose(self, request):
+        return error(500, "internal error")
+
+
+def test_an_unreachable_editor_stops_the_skill_with_its_own_label_and_reason(example_skills: Path, monkeypatch):
+    server = ScriptedOpenAI()
+    server.responder = UnreachableEditor()
+    with server:
+        result = optimize(example_skills, server.base_url, monkeypatch)
+    assert result["skills"]["pr-review"]["stop"] == "proposer_unavailable"  # not "no_edit": nothing was judged
+    skip = rows(example_skills)[-1]
+    assert skip.status == "skip" and skip.round == 1
+    assert "stop=proposer_unavailable" in skip.note and "proposer unavailable (unavailable)" in skip.note, skip.note
+    assert "HTTP 500" in skip.note and "sk-luban-faults-0001" not in skip.note
+    assert_consistent(example_skills)
