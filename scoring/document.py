@@ -24,7 +24,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 MAX_BYTES = 2 * 1024 * 1024
-# The commonmark preset without two core rules whose work the scorer does anyway, about 8 % of
+# The commonmark preset without two core rules whose work the scorer does anyway, about 7 % of
 # the parse (benchmarks/score_throughput.py): text_join, which merges adjacent text tokens
 # (render_inline concatenates a block's text whatever its pieces), and, unless the body still
 # holds a CR or NUL, normalize, which rewrites every line break to LF and NUL to U+FFFD with one
