@@ -65,18 +65,25 @@ def _grades_unblocked(feeders: list[int], finished: int) -> int:
     return unblocked
 
 
-def full_run_steps(skills: int, rounds: int, prompts: int, held_out: int = 1) -> list[Step]:
-    """The flow's steps for a full-mode run in which every round keeps its edit."""
+def full_run_steps(skills: int, rounds: int, prompts: int, held_out: int = 1, fresh_judges: int = 4,
+                   baseline_judges: int = 4, held_out_samples: int = 3) -> list[Step]:
+    """The flow's steps for a full-mode run in which every round keeps its edit at the first look.
+
+    A kept text's first measurement is an evaluation and, side by side, judge calls up to ``baseline_judges`` and
+    dim8 once more (its baselines, paid once, are shared: counted as lone calls, a slight under-count of the
+    dependencies). A round is the proposal, then the candidate's evaluation with ``fresh_judges`` judge calls on
+    the incumbent beside it. Each held-out measurement grades ``held_out_samples`` runs per held-out prompt.
+    """
     steps = [Step("consumer baseline", pairs=3, pair_baselines=True)]
     steps += [Step("design prompts", lone=1) for _ in range(skills)]
     for _ in range(skills):
-        steps.append(Step("baseline evaluation", pairs=prompts, pair_baselines=True, lone=2))
-        steps.append(Step("baseline held-out", pairs=held_out, pair_baselines=True))
+        steps.append(Step("baseline measurement", pairs=2 * prompts, lone=baseline_judges + prompts))
+        steps.append(Step("baseline held-out", pairs=held_out * held_out_samples, lone=held_out))
     for _ in range(skills):
         for _ in range(rounds):
             steps.append(Step("proposal", lone=1))
-            steps.append(Step("evaluation", pairs=prompts, lone=2))
-    steps += [Step("final held-out", pairs=held_out) for _ in range(skills)]
+            steps.append(Step("evaluation", pairs=prompts, lone=2 + fresh_judges))
+    steps += [Step("final held-out", pairs=held_out * held_out_samples) for _ in range(skills)]
     return steps
 
 

@@ -26,7 +26,6 @@ Target (issue #8): wall/critical_path <= 1.15 for N = 8, R = 3.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
 import shutil
@@ -36,7 +35,6 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy  # pandas brings it
@@ -51,6 +49,7 @@ for variable in ("PREFECT_API_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
     os.environ.pop(variable, None)
 
 from critical_path import full_run_steps, wave_widths  # noqa: E402
+from shared import server_process  # noqa: E402
 from tests.support.openai_server import Request, Scripted, ScriptedOpenAI, completion, reply  # noqa: E402
 from tests.support.scripted_llm import LubanResponder, kind_of, skill_in  # noqa: E402
 
@@ -58,7 +57,10 @@ CORPUS = Path(os.environ.get("LUBAN_CORPUS", ROOT.parent / "shared" / "corpus"))
 TARGET = 1.15
 MARKER = "- Do not skip check "  # one per kept round; the count in a skill is its round
 PROMPTS_MAIN, PROMPTS_HELD_OUT = 3, 1
-MINIMUM_PER_ROUND = {"propose": 1, "judge": 2, "with_skill": PROMPTS_MAIN, "grade": PROMPTS_MAIN, "baseline": 0}
+MINIMUM_PER_ROUND = {"propose": 1, "with_skill": PROMPTS_MAIN, "grade": PROMPTS_MAIN, "baseline": 0}
+# Judge calls are counted for the run: the candidate's two in its round, the incumbent's fresh ones in the next
+# (KeepPolicy.judges_per_step: it is re-measured every round), and a kept text's first four (its baseline).
+BASELINE_JUDGES, FRESH_JUDGES = 4, 4
 HELD_OUT_TAG = "held-out case for"
 _ANSWER_TAG = re.compile(r"answer for (\S+) round (\d+)")
 
@@ -158,20 +160,9 @@ def _serve(latency: float, conn) -> None:
                    "timeline": [(r.at, kind_of(r)) for r in server.chat_requests()]})
 
 
-@contextmanager
 def llm_server(latency: float):
-    """A separate process, as a real model server is: in this one it would compete with the flow for the GIL."""
-    context = multiprocessing.get_context("spawn")
-    ours, theirs = context.Pipe()
-    process = context.Process(target=_serve, args=(latency, theirs), daemon=True)
-    process.start()
-    seen: dict = {}
-    try:
-        yield ours.recv(), seen
-    finally:
-        ours.send("stop")
-        seen.update(ours.recv())
-        process.join(10)
+    """The scripted models in a process of their own (benchmarks/shared.py)."""
+    return server_process(_serve, latency)
 
 
 def run_once(skills: int, rounds: int, concurrency: int, latency: float, wave: dict[int, float] | None = None) -> dict:
@@ -265,10 +256,13 @@ def report_main(outcome: dict, args, wave: dict[int, float], overhead: float) ->
     print(f"  (counting each wave at L alone, {outcome['critical_at_latency']:.1f} s: "
           f"{outcome['wall'] / outcome['critical_at_latency']:.3f})")
     print(f"  LLM calls {outcome['calls']} (the design's minimum for this run: {outcome['model_calls']})")
+    kinds = outcome["kinds"]
     mean, minimal = per_round(outcome["by_round"])
     shown = ", ".join(f"{kind} {value:g}" for kind, value in mean.items())
     print(f"  calls per round: {shown}  ({'the minimum in every round' if minimal else 'ABOVE the minimum in some round'})")
-    kinds = outcome["kinds"]
+    judges = args.skills * (BASELINE_JUDGES + args.rounds * (2 + FRESH_JUDGES))
+    print(f"  judge calls: {kinds['judge']} (the minimum: {judges}, each round's candidate and incumbent decided at the "
+          "first look)")
     print(f"  baseline cache: {kinds['grade']} graded pairs, {kinds['baseline']} baseline runs -> "
           f"{kinds['grade'] - kinds['baseline']} calls saved ({(kinds['grade'] - kinds['baseline']) / kinds['grade']:.0%})")
     spent = outcome["task_runs"] * overhead

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from flows.checkpoints import Approval, Decision, checkpoint
+from flows.measure import Ledger
 from judges.backend import Backend, Evaluation
+from scoring.keep_decision import Decision as KeepDecision, KeepPolicy, Measured
 from scoring.notes import format_note
 from workspace.file_ratchet import FileRatchet
 from workspace.git_ratchet import GitRatchet
@@ -17,7 +19,7 @@ from workspace.manifest import ManifestWriter
 from workspace import run_marker
 from workspace.profile import LubanProfile
 from workspace.rejected_edits import Buffer
-from workspace.results_tsv import ResultRow, ResultsFile, now_stamp
+from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
 from workspace.test_prompts import TestPrompt
 
 
@@ -46,10 +48,15 @@ class SkillOutcome:
     before: float
     after: float
     rounds: int
-    stop: str  # why the skill's loop ended
+    stop: Stop  # why the skill's loop ended
     kept: int = 0
     reverted: int = 0
     held_out_fail: bool = False
+
+    def after_round(self, outcome: str, total: float, rounds: int) -> SkillOutcome:
+        """This outcome after one more round that ended in ``outcome`` (keep / reject / abandon)."""
+        return SkillOutcome(self.skill, self.before, total, rounds, self.stop, self.kept + (outcome == "keep"),
+                            self.reverted + (outcome == "reject"), self.held_out_fail)
 
 
 @dataclass
@@ -79,6 +86,16 @@ class Run:
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
     asked: dict[str, int] = field(default_factory=dict)  # checkpoint name → times asked (keys must be unique)
+    ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
+    policy: KeepPolicy = field(default_factory=KeepPolicy)
+
+    def incumbent(self, skill: str) -> Measured:
+        """The kept text's samples so far (they accumulate across rounds: it is re-measured every round)."""
+        return self.ledger.of(skill, self.workspace.skill_file(skill).read_text(encoding="utf-8"))
+
+    def incumbent_total(self, skill: str) -> float:
+        measured = self.incumbent(skill)
+        return measured.total() if measured.dims else self.best[skill].score.total
 
     @property
     def max_rounds(self) -> int:
@@ -104,7 +121,7 @@ class Run:
     def budget_for(self, skill: str) -> float:
         return min(self.options.budget, self.profile.budget_for(skill))
 
-    def record(self, skill: str, round_no: int, status: str, evaluation: Evaluation | None, **fields: Any) -> ResultRow:
+    def record(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, **fields: Any) -> ResultRow:
         """Append one results.tsv row (one atomic write) and return it."""
         row = self.result_row(skill, round_no, status, evaluation, **fields)
         self.repaired(skill, self.results(skill).append(row))
@@ -114,24 +131,49 @@ class Run:
         if repair:
             self.notices.append(repair.message(self.workspace.results_tsv(skill)))
 
-    def result_row(self, skill: str, round_no: int, status: str, evaluation: Evaluation | None, *, old: float | None = None,
-                   dim: str = "", facts: dict[str, Any] | None = None, text: str = "", edit_pct: float | None = None,
+    def result_row(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, *,
+                   measured: Measured | None = None, before: Measured | None = None, decision: KeepDecision | None = None,
+                   calls: int | None = None, stop: Stop | None = None, old: float | None = None, dim: str = "",
+                   facts: dict[str, Any] | None = None, text: str = "", edit_pct: float | None = None,
                    held_out: float | None = None) -> ResultRow:
+        """A row from what was measured: totals are the means of every sample (not one evaluation's), and a
+        decision's evidence — samples, Δ, bound, calls — goes into its own columns."""
         facts = dict(facts or {})
         if self.backend.name != "offline" and getattr(self.backend, "settings", None) and self.backend.settings.same_source:
             facts["same_source"] = "true"
         if evaluation is not None:
             facts.update(_unscored_facts(evaluation, skill))
-        new = evaluation.score.total if evaluation else None
-        row = ResultRow(
-            timestamp=now_stamp(), skill=skill, round=round_no, status=status, mode=self.mode, commit=self.commit(),
-            old_score=old, new_score=new, dim_changed=dim,
-            delta=(round(new - old, 1) if new is not None and old is not None else None),
-            note=format_note(facts, text), eval_mode=evaluation.eval_mode if evaluation else "",
-            judge_count=evaluation.judge_count if evaluation else None, edit_pct=edit_pct,
-            scores={d.dim: d.score for d in evaluation.score.dims} if evaluation else None, held_out_score=held_out,
+        scores = _scores(evaluation, measured)
+        new = measured.total() if measured is not None and measured.dims else (evaluation.score.total if evaluation else None)
+        if before is not None and before.dims:
+            old = before.total()
+        delta = decision.total_delta if decision is not None else (round(new - old, 1) if new is not None and old is not None else None)
+        return ResultRow(
+            timestamp=now_stamp(), skill=skill, round=round_no, status=status.value, mode=self.mode, commit=self.commit(),
+            old_score=old, new_score=new, dim_changed=dim, delta=delta, note=format_note(facts, text),
+            eval_mode=evaluation.eval_mode if evaluation else "", judge_count=evaluation.judge_count if evaluation else None,
+            edit_pct=edit_pct, scores=scores, held_out_score=held_out, stop=stop.value if stop else "",
+            samples=decision.samples() if decision else "", bound=decision.bound if decision else None,
+            llm_calls=calls, evidence=_evidence(decision, self),
         )
-        return row
+
+
+def _scores(evaluation: Evaluation | None, measured: Measured | None) -> dict[str, float | None] | None:
+    """Each dimension's mean over the text's samples (None where nothing could be scored)."""
+    if evaluation is None and measured is None:
+        return None
+    out: dict[str, float | None] = {d.dim: d.score for d in evaluation.score.dims} if evaluation else {}
+    if measured is not None:
+        out.update(measured.means())
+    return out
+
+
+def _evidence(decision: KeepDecision | None, run: Run) -> dict[str, Any] | None:
+    """The decision per dimension, with the judge noise it was read against and which judge model that is."""
+    if decision is None:
+        return None
+    settings = getattr(run.backend, "settings", None)
+    return decision.to_json() | {"judge_model": settings.judge_model if settings else "offline (exact heuristics)"}
 
 
 def _unscored_facts(evaluation: Evaluation, skill: str) -> dict[str, str]:

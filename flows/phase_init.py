@@ -23,7 +23,7 @@ from workspace.git_ratchet import GitRatchet, GitStateError, init_repository, op
 from workspace.governance_records import apply_escalation, mode_history
 from workspace.layout import Workspace, new_stamped_dir
 from workspace.manifest import ManifestWriter, save_round_backup
-from workspace.results_tsv import ResultsFile
+from workspace.results_tsv import ResultsFile, Status, Stop
 
 
 class RunRefused(RuntimeError):
@@ -130,7 +130,7 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
         run.buffers[skill] = _load_buffer(run, skill)
     for skill, error in unreadable.items():
         run.notices.append(f"{skill}: not optimized: {error}")
-        run.record(skill, 0, "error", None, facts={"stop": "unreadable"}, text=error)
+        run.record(skill, 0, Status.ERROR, None, stop=Stop.UNREADABLE, text=error)
     run.skills = [s for s in skills if _allowed(run, s)]
     _alerts(run)
     logger.info("Phase 0: %s mode, %d skill(s) (%s), backend %s", mode, len(run.skills), ", ".join(run.skills), backend.name)
@@ -166,7 +166,7 @@ def _allowed(run: Run, skill: str) -> bool:
     frozen = run.profile.frozen.get(skill)
     if frozen is not None:
         run.notices.append(f"{skill}: frozen since {frozen.since} ({frozen.reason}); 'luban unfreeze {skill}' lifts it")
-        run.record(skill, 0, "skip", None, facts={"stop": "frozen"}, text=frozen.reason)
+        run.record(skill, 0, Status.SKIP, None, stop=Stop.FROZEN, text=frozen.reason)
         return False
     from workspace.file_ratchet import readonly_state
 
@@ -254,8 +254,10 @@ def consumer_check(run: Run) -> bool:
     return True
 
 
-def recorded_progress(run: Run, skill: str) -> tuple[float, int, str | None] | None:
-    """(baseline total, last recorded round, why it stopped or None) for the skill's last run."""
+def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | None:
+    """(baseline total, last recorded round, why it stopped or None) for the skill's last run.
+
+    The stop is the row's ``stop`` column; rows written before it existed kept it in the note as ``stop=…``."""
     from scoring.notes import parse_note
 
     rows = run.results(skill).rows()
@@ -263,34 +265,37 @@ def recorded_progress(run: Run, skill: str) -> tuple[float, int, str | None] | N
     if not starts or rows[starts[-1]].new_score is None:
         return None
     this = rows[starts[-1]:]
-    stops = [parse_note(r.note)[0].get("stop") for r in this]
-    stop = next((s for s in reversed(stops) if s and s != "budget"), None)
+    stops = [r.stop or parse_note(r.note)[0].get("stop", "") for r in this]
+    stop = next((Stop(s) for s in reversed(stops) if s in {x.value for x in Stop} and s != Stop.BUDGET), None)
     return rows[starts[-1]].new_score, max(r.round for r in this), stop
 
 
-def _resume_skill(run: Run, skill: str, progress: tuple[float, int, str | None]) -> None:
-    """--resume: keep the recorded baseline; score the current (kept) version as the best so far."""
-    from flows.ratchet import score_text
+def _resume_skill(run: Run, skill: str, progress: tuple[float, int, Stop | None]) -> None:
+    """--resume: keep the recorded baseline; measure the current (kept) version afresh as the incumbent."""
+    from flows import measure
 
-    card = score_text(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    card = measure.baseline(run, skill, text)
     run.baselines[skill] = run.best[skill] = card
     run.resumed[skill] = progress
-    run.notices.append(f"{skill}: resumed after round {progress[1]} (baseline {progress[0]}, now {card.score.total})")
+    run.notices.append(f"{skill}: resumed after round {progress[1]} (baseline {progress[0]}, now {run.incumbent_total(skill)})")
 
 
 def _baseline_skill(run: Run, skill: str) -> None:
-    from flows import tasks
-    from flows.ratchet import score_text, skill_files
+    from flows import measure, tasks
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    card = score_text(run, skill, text)
-    held = tasks.held_out(run.backend, text, skill, skill_files(run, skill), run.prompts.get(skill, [])) if run.mode == "full" else None
-    run.baselines[skill] = card
-    tasks.record_row(run, skill, 0, "baseline", card, text="baseline", held_out=held)
+    calls = measure.CallCounter(run)
+    card = measure.baseline(run, skill, text)
+    held = measure.held_out(run, skill, text) if run.mode == "full" else ()
+    run.baselines[skill] = run.best[skill] = card
+    tasks.record_row(run, skill, 0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
+                     text="baseline", held_out=sum(held) / len(held) if held else None)
     save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
     lowest = min(d.score for d in card.score.dims if d.score is not None)
+    total = run.incumbent_total(skill)
     deltas, days = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
-    roi = roi_precheck(card.score.total, lowest, deltas, days)
+    roi = roi_precheck(total, lowest, deltas, days)
     run.notices.append(f"{skill}: {roi.estimate}")
     if roi.decision == "recommend_skip":
         answer = run.ask(f"roi-{skill}", f"{skill}: {roi.reason}; {roi.estimate}. Optimize it anyway?", default_approve=False)
@@ -298,10 +303,10 @@ def _baseline_skill(run: Run, skill: str) -> None:
             roi = replace(roi, decision="skip", reason=f"{roi.reason} (skipped: {answer.answered_by})")
     if roi.decision == "skip":
         run.skills.remove(skill)
-        tasks.record_row(run, skill, 0, "skip", card, facts={"stop": "roi"}, text=roi.reason)
+        tasks.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.ROI, text=roi.reason)
     elif card.review_blocking:  # an open P0 (or three P1) blocks the next phase for this skill
         run.skills.remove(skill)
-        tasks.record_row(run, skill, 0, "skip", card, facts={"stop": "review_blocked"},
+        tasks.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.REVIEW_BLOCKED,
                          text="the review gate has open findings that block optimization; fix them first")
 
 
@@ -324,7 +329,8 @@ def _score_card_checkpoint(run: Run) -> bool:
     """The score card as an artifact, then 🔴 'baseline' (asked again on --resume: the answer may have been no)."""
     from prefect.artifacts import create_markdown_artifact
 
-    rows = [f"| {s} | {c.score.total} | {c.score.deterministic_subtotal} | {c.eval_mode} |" for s, c in run.baselines.items()]
+    rows = [f"| {s} | {run.incumbent_total(s)} | {c.score.deterministic_subtotal} | {c.eval_mode} |"
+            for s, c in run.baselines.items()]
     card_md = "| skill | total | deterministic | eval_mode |\n|---|---:|---:|---|\n" + "\n".join(rows)
     create_markdown_artifact(card_md, key="baseline-score-card", description="Phase 1 baseline")
     answer = run.ask("baseline", card_md)

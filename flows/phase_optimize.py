@@ -7,21 +7,25 @@ import difflib
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
-from flows import tasks
+from flows import measure, tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
 from flows.progress import progress
-from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, reject, score_text, skill_files
+from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, reject
+from flows.trial import Outcome, try_edit
 from scoring.formula import round1
+from scoring.keep_decision import compare_means
 from workspace import meta_learnings, profile as profile_store
 from workspace.governance_records import now_iso
 from workspace.atomic import atomic_write
 from workspace.manifest import save_round_backup
+from workspace.rejected_edits import RejectReason
+from workspace.results_tsv import Status, Stop
 
 
 def optimize_all(run: Run) -> None:
     """Skills in ascending baseline order; a 🔴 checkpoint after each; 'not good' restores the original."""
-    order = sorted(run.skills, key=lambda s: run.baselines[s].score.total)
+    order = sorted(run.skills, key=run.incumbent_total)
     with progress(order, run.max_rounds) as update:
         _optimize_in_order(run, order, update)
 
@@ -35,12 +39,12 @@ def _optimize_in_order(run: Run, order: list[str], update) -> None:
         outcome = _continue_or_start(run, skill, update, ahead)
         update(skill, run.max_rounds, outcome.stop)
         run.outcomes[skill] = outcome
-        if outcome.stop == "max_rounds":
+        if outcome.stop is Stop.MAX_ROUNDS:
             outcome = run.outcomes[skill] = _at_max_rounds(run, skill, outcome)
         ahead = _next_first_proposal(run, order[index + 1:])
         save_round_backup(run.run_dir, skill, max(outcome.rounds, 1), run.workspace.skill_file(skill).read_bytes())
         _review_skill(run, skill, before, outcome)
-        round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in ("bottleneck", "no_edit") else 0
+        round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in (Stop.BOTTLENECK, Stop.NO_EDIT) else 0
         if run.mode == "full" and round_one_stops >= 2:
             exploratory_rewrite(run, min(order, key=lambda s: run.outcomes.get(s, outcome).after))
             round_one_stops = 0
@@ -78,9 +82,9 @@ def _continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None
     if skill not in run.resumed:
         return optimize_skill(run, skill, on_round=update, ahead=ahead)
     before, last_round, stop = run.resumed[skill]
-    current = run.best[skill].score.total
+    current = run.incumbent_total(skill)
     if stop is not None or last_round >= run.max_rounds:  # this skill had finished: nothing is repeated
-        return SkillOutcome(skill, before, current, last_round, stop or "max_rounds")
+        return SkillOutcome(skill, before, current, last_round, stop or Stop.MAX_ROUNDS)
     outcome = optimize_skill(run, skill, max_rounds=run.max_rounds - last_round, start_round=last_round + 1, on_round=update)
     outcome.before = before
     return outcome
@@ -95,19 +99,35 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
     after = run.workspace.skill_file(skill).read_bytes()
     diff = "".join(difflib.unified_diff(before.decode().splitlines(True), after.decode().splitlines(True),
                                         f"{skill}/SKILL.md (before)", f"{skill}/SKILL.md (after)")) or "(no change)\n"
-    base, best = run.baselines[skill], run.best.get(skill, run.baselines[skill])
-    deltas = "\n".join(f"| {d.dim} | {d.score} | {best.score.dim(d.dim).score} |" for d in base.score.dims)
+    base, best = run.ledger.of(skill, before.decode()).means(), run.incumbent(skill).means()
+    deltas = "\n".join(f"| {d} | {base.get(d, '—')} | {best.get(d, '—')} |" for d in sorted(set(base) | set(best), key=_order))
     summary = (f"**{skill}**: {outcome.before} → {outcome.after} in {outcome.rounds} round(s), stop: {outcome.stop}\n\n"
-               f"| dim | before | after |\n|---|---:|---:|\n{deltas}\n\n```diff\n{diff}```")
+               f"| dim (mean of its samples) | before | after |\n|---|---:|---:|\n{deltas}\n\n"
+               f"{_decisions_table(run, skill)}\n\n```diff\n{diff}```")
     create_markdown_artifact(summary, key=f"skill-{_key(skill)}", description=f"Phase 2 result for {skill}")
     answer = run.ask(f"skill-{skill}", summary)
     if not answer.approved and not answer.timed_out:
         run.ratchet.restore_original(skill)
-        tasks.record_row(run, skill, outcome.rounds + 1, "revert", base, old=outcome.after,
-                         facts={"stop": "user_rejected"}, text=f"restored the original: {answer.comment}")
+        tasks.record_row(run, skill, outcome.rounds + 1, Status.REVERT, run.baselines[skill], old=outcome.after,
+                         measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
         outcome.after = outcome.before
     elif answer.timed_out:
         run.stopped = f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'"
+
+
+def _order(dim: str) -> int:
+    from scoring.model import WEIGHTS
+
+    return list(WEIGHTS).index(dim)
+
+
+def _decisions_table(run: Run, skill: str) -> str:
+    """Each decision of this run with its evidence: what decided it, Δ, the bound, the samples and the calls."""
+    from scoring.governance.report import decision_lines
+
+    rows = run.results(skill).rows()
+    start = max((i for i, r in enumerate(rows) if r.status == Status.BASELINE), default=0)
+    return "\n".join(decision_lines(rows[start:]))
 
 
 def _key(skill: str) -> str:
@@ -131,80 +151,107 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
             run.notices.append(f"exploratory rewrite of {skill} proposed, not approved ({answer.answered_by})")
             return
     current = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    best = run.best.get(skill, run.baselines[skill])
     atomic_write(run.run_dir / skill / "best-pre-rewrite.md", current)
-    rewritten = run.backend.rewrite(current, skill, skill_files(run, skill))
+    rewritten = run.backend.rewrite(current, skill, measure.skill_files(run, skill))
     if rewritten is None or len(rewritten) > 1.5 * len(current):
         run.notices.append(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
         return
+    round_no = run.outcomes[skill].rounds + 1 if skill in run.outcomes else 1
     run.ratchet.pre_edit(skill)
     run.ratchet.write_skill(skill, rewritten)
-    after = score_text(run, skill, rewritten)
-    round_no = run.outcomes[skill].rounds + 1 if skill in run.outcomes else 1
+    trial = try_edit(run, skill, round_no, current, rewritten, None)  # the same keep decision as any edit
     facts = {"strategy": "exploratory-rewrite"}
-    if round1(after.score.total) > round1(best.score.total):
-        delta = round1(after.score.total - best.score.total)
-        run.ratchet.keep(skill, delta, "rewrite")
-        run.best[skill] = after
-        tasks.record_row(run, skill, round_no, "keep", after, old=best.score.total, dim="rewrite", facts=facts,
+    if trial.outcome is Outcome.KEEP:
+        run.ratchet.keep(skill, trial.gain, "rewrite")
+        run.best[skill] = trial.evaluation  # type: ignore[assignment]
+        tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim="rewrite", facts=facts,
                          text="Phase 2.5 exploratory rewrite beat the saved best")
         if skill in run.outcomes:
-            run.outcomes[skill].after = after.score.total
-    else:
-        run.ratchet.rollback(skill)
-        tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim="rewrite",
-                         facts=facts | {"stop": "rewrite_not_better"}, text="Phase 2.5 rewrite did not beat the saved best")
+            run.outcomes[skill].after = run.incumbent_total(skill)
+        return
+    run.ratchet.rollback(skill)
+    tasks.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
+                     dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
+                     text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
 
 
 def held_out_gate(run: Run) -> None:
-    """Phase 3 (full mode): the held-out prompts, and the design's Steps A–D when they decline."""
+    """Phase 3 (full mode): the held-out prompts, and the design's Steps A–D when they decline beyond noise.
+
+    Each version's held-out score is the mean of several graded calls, and a
+    decline counts only when the one-sided 95 % upper bound of the difference
+    is below 0, read against the held-out grades' pooled noise — the same rule
+    as the keep decision's veto, not one graded call against another.
+    """
     if run.mode != "full":
         return
-    logger = get_run_logger()
     step_b_streak = 0
     for skill, outcome in list(run.outcomes.items()):
-        rows = run.results(skill).rows()
-        baseline_row = next((r for r in reversed(rows) if r.status == "baseline"), None)
-        base_held = baseline_row.held_out_score if baseline_row else None
-        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-        held = tasks.held_out(run.backend, text, skill, skill_files(run, skill), run.prompts.get(skill, []))
-        held = round1(held) if held is not None else None  # results.tsv keeps one decimal: compare like with like
-        if held is None or base_held is None or held >= base_held:
+        base = _baseline_held_out(run, skill)
+        now = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+        held_delta = _decline(run, skill, base, now)
+        if held_delta is None:
             step_b_streak = 0
             continue
-        main_delta, held_delta = round1(outcome.after - outcome.before), round1(held - base_held)
+        main_delta = round1(outcome.after - outcome.before)
         outcome.held_out_fail = True
-        logger.warning("%s: held-out %s < baseline %s (main Δ %+.1f, held-out Δ %+.1f)", skill, held, base_held, main_delta, held_delta)
-        step_b = main_delta > 0 and held_delta < 0
+        step_b = main_delta > 0
         step_b_streak = step_b_streak + 1 if step_b else 0
         if step_b:
-            _step_b(run, skill, outcome, base_held)
+            _step_b(run, skill, outcome, base)
         else:
             _step_c(run, skill, main_delta, held_delta)
         _step_d(run, skill, main_delta, held_delta, step_b_streak)
 
 
-def _step_b(run: Run, skill: str, outcome: SkillOutcome, base_held: float) -> None:
-    """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, and allow one limited round."""
-    last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == "keep"), None)
+def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
+    """The baseline version's held-out grades this run; after --resume, the recorded mean as one value."""
+    saved = run.run_dir / skill / "baseline.md"
+    samples = run.ledger.held_out.get((skill, measure.text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
+    if samples:
+        return samples
+    row = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.BASELINE), None)
+    return (row.held_out_score,) if row is not None and row.held_out_score is not None else ()
+
+
+def _decline(run: Run, skill: str, base: tuple[float, ...], now: tuple[float, ...]) -> float | None:
+    """The held-out Δ (one decimal) when it declined beyond noise; None when it did not, or cannot be told."""
+    if not base or not now:
+        return None
+    delta, upper = compare_means(base, now, measure.held_out_noise(run))
+    if upper is None:
+        run.notices.append(f"{skill}: held-out Δ {delta:+.2f} on too few graded calls to know their noise; not read as a decline")
+        return None
+    if upper >= 0:
+        return None
+    get_run_logger().warning("%s: held-out declined beyond noise (Δ %+.2f, upper bound %+.2f; %d vs %d graded calls)",
+                             skill, delta, upper, len(now), len(base))
+    return round1(delta)
+
+
+def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...]) -> None:
+    """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, allow one limited round, measure again."""
+    last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.KEEP), None)
     kept = run.kept_edits.get(skill, [])
     if last_keep is None or not kept:
         return
     run.ratchet.rollback_to_previous_keep(skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
-    digest = reject(run, skill, kept.pop(), "held_out_degraded")  # the very edit, so it is never proposed again
+    digest = reject(run, skill, kept.pop(), RejectReason.HELD_OUT_DEGRADED)  # the very edit: never proposed again
     emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
-                                   "to_version": run.commit(), "reason": "held_out_degraded"})
+                                   "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
     _tighten(run, skill, 0.05, "held-out overfitting (Step B)", scope="skill")
-    run.best[skill] = score_text(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
-    tasks.record_row(run, skill, outcome.rounds + 1, "revert", run.best[skill], old=outcome.after, dim=last_keep.dim_changed,
-                     facts={"held_out_fail": "true", "step": "B", "sha256": digest},
+    restored = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    run.best[skill] = measure.baseline(run, skill, restored)  # measured afresh: its older samples were this run's too
+    tasks.record_row(run, skill, outcome.rounds + 1, Status.REVERT, run.best[skill], old=outcome.after,
+                     measured=run.incumbent(skill), dim=last_keep.dim_changed,
+                     facts={"held_out_fail": "true", "step": "B", "sha256": digest, "reason": RejectReason.HELD_OUT_DEGRADED},
                      text="held-out declined while main rose: rolled back the last kept edit")
     retry = optimize_skill(run, skill, max_rounds=1, start_round=outcome.rounds + 2)
-    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    again = tasks.held_out(run.backend, text, skill, skill_files(run, skill), run.prompts.get(skill, []))
+    again = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
     outcome.after = retry.after
-    if again is not None and round1(again) < base_held:
-        _step_c(run, skill, round1(outcome.after - outcome.before), round1(again - base_held), double=True)
+    held_delta = _decline(run, skill, base, again)
+    if held_delta is not None:
+        _step_c(run, skill, round1(outcome.after - outcome.before), held_delta, double=True)
 
 
 def _step_c(run: Run, skill: str, main_delta: float, held_delta: float, double: bool = False) -> None:

@@ -52,11 +52,12 @@ def _counter_example_6(run: Run) -> str:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
                 f"({run.backend.name} backend): dim8 is not a measured result in this report")
     from flows import tasks
-    from flows.ratchet import skill_files
+    from flows.measure import skill_files
+    from workspace.results_tsv import Status
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     card = run.backend.evaluate(text, skill, skill_files(run, skill), "full", run.prompts.get(skill, []))
-    tasks.record_row(run, skill, 99, "skip", card, facts={"check": "counter_example_6"},
+    tasks.record_row(run, skill, 99, Status.SKIP, card, facts={"check": "counter_example_6"},
                      text="one full test because over 30 % of dim8 scores were dry runs")
     return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"
 

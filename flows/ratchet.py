@@ -1,54 +1,127 @@
-"""Phase 2: the ratchet for one skill — diagnose, propose, commit, score, record, keep or roll back.
+"""Phase 2: the ratchet for one skill — propose, measure, decide, apply; one edit per round.
 
-Every round changes one dimension with one edit. The edit is kept only when
-the new total, at one decimal, is strictly higher; otherwise the file goes back
-through the workspace (git checkout of that one path, or the .bak), the edit
-goes into rejected_edits.md, and the skill stops: it has hit its bottleneck.
-Two kept rounds in a row under +2 are the ceiling signal.
+An edit is kept only when the keep decision (``scoring/keep_decision.py``)
+says it is better beyond the judges' noise. Otherwise the file goes back
+(git checkout of that one path, or the .bak), the edit goes into
+rejected_edits.md, and: a confident non-improvement ends the skill (its
+bottleneck), an inconclusive one does not — the next round tries another
+edit. Two kept rounds in a row under +2 are the ceiling signal.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from prefect.futures import PrefectFuture
 
-from judges.backend import Evaluation, ProposalRequest
-from judges.llm import BudgetExhausted
-from scoring.diagnosis import diagnose
-from scoring.edits import Edit
-from scoring.formula import is_improvement, round1
-from workspace.manifest import save_round_backup
-from workspace.rejected_edits import save as save_rejected
-from workspace.skill_source import list_files
-from workspace.results_tsv import now_stamp
-from flows import tasks
+from flows import measure, tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
+from flows.trial import Outcome, Trial, try_edit
+from judges.backend import Evaluation, ProposalRequest
+from judges.llm import BudgetExhausted
+from judges.proposer import Proposal
+from scoring.diagnosis import diagnose
+from scoring.edits import Edit
+from workspace.manifest import save_round_backup
+from workspace.rejected_edits import RejectReason, save as save_rejected
+from workspace.results_tsv import Status, Stop, now_stamp
 
 CEILING_DELTA = 2.0
 
 
-def backend_id(run: Run) -> str:
-    settings = getattr(run.backend, "settings", None)
-    if settings is None:
-        return "offline"
-    return f"openai:{settings.base_url}:{settings.judge_model}:{settings.target_model}:{settings.editor_model}"
+def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_round: int = 1,
+                   on_round: Callable[[str, int, str], None] = lambda skill, round_no, status: None,
+                   ahead: ProposalAhead | None = None) -> SkillOutcome:
+    """Propose → measure → decide → apply, until a stop; the skill's outcome, from its kept text's samples."""
+    outcome = SkillOutcome(skill, run.incumbent_total(skill), run.incumbent_total(skill), 0, Stop.MAX_ROUNDS)
+    last_round = start_round + (max_rounds or run.max_rounds) - 1
+    small_gains = 0
+    for round_no in range(start_round, last_round + 1):
+        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+        proposal, stop = next_proposal(run, skill, text, ahead)
+        if stop is not None:
+            record_stop(run, skill, round_no, stop, proposal)
+            outcome.stop = stop
+            break
+        trial = attempt(run, skill, round_no, text, proposal)
+        small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0 if trial.kept else small_gains
+        ahead = propose_ahead(run, skill, proposal.edited_text, trial.evaluation) \
+            if trial.kept and small_gains < 2 and round_no < last_round else None  # type: ignore[arg-type]
+        apply(run, skill, round_no, proposal, trial)
+        outcome = outcome.after_round(trial.outcome, run.incumbent_total(skill), round_no - start_round + 1)
+        on_round(skill, round_no, trial.decision.verdict.value if trial.decision else trial.outcome.value)
+        stop = trial.stop or (Stop.CEILING if small_gains >= 2 else None)
+        if stop is not None:
+            outcome.stop = stop
+            break
+    return outcome
 
 
-def skill_files(run: Run, skill: str) -> frozenset[str]:
-    return list_files(run.workspace.skill_file(skill).parent)
+def attempt(run: Run, skill: str, round_no: int, text: str, proposal: Proposal) -> Trial:
+    """Put the candidate in place (backed up first), then try it against the kept text."""
+    edit = proposal.edit
+    assert edit is not None and proposal.edited_text is not None
+    run.ratchet.pre_edit(skill)
+    save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
+    run.ratchet.write_skill(skill, proposal.edited_text)
+    return try_edit(run, skill, round_no, text, proposal.edited_text, edit.target_dim, ever_reverted(run, skill))
+
+
+def apply(run: Run, skill: str, round_no: int, proposal: Proposal, trial: Trial) -> None:
+    """The round's one effect path. Kept: commit, then record. Not kept: remember the edit, roll back, record,
+    emit — in that order, so a crash before the rollback can never let the same edit be tried again."""
+    edit = proposal.edit
+    assert edit is not None
+    facts: dict[str, object] = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
+                                "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
+    calls = trial.calls + (proposal.attempts if run.backend.name != "offline" else 0)  # one editor call per attempt
+    if trial.outcome is Outcome.KEEP:
+        run.ratchet.keep(skill, trial.gain, edit.target_dim)
+        run.best[skill] = trial.evaluation  # type: ignore[assignment]
+        run.kept_edits.setdefault(skill, []).append(edit)
+        tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim=edit.target_dim, facts=facts, calls=calls,
+                         text=edit.describe(), edit_pct=proposal.edit_pct)
+        return
+    if trial.outcome is Outcome.REJECT:
+        facts["sha256"] = reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
+        facts["reason"] = trial.reason
+    run.ratchet.rollback(skill)
+    status = Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
+    tasks.record_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
+                     text=f"{trial.why}; {edit.describe()}", edit_pct=proposal.edit_pct)
+    if trial.outcome is Outcome.REJECT:
+        emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
+                                       "to_version": run.commit() or "kept", "reason": trial.reason})
+    if trial.freeze:
+        freeze(run, skill, "Safety red line hit by a judge", rounds=None)
+    if trial.stop is Stop.BUDGET:
+        run.stopped = f"budget: {trial.why}"
+
+
+def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Proposal | None) -> None:
+    why = {Stop.NO_EDIT: "no applicable edit for any dimension", Stop.BUDGET: run.stopped or "LLM budget reached"}
+    tasks.record_row(run, skill, round_no, Status.SKIP, None, stop=stop,
+                     text=proposal.reason if proposal is not None and stop is Stop.PROPOSER_UNAVAILABLE else why.get(stop, ""))
+
+
+def next_proposal(run: Run, skill: str, text: str, ahead: ProposalAhead | None) -> tuple[Proposal | None, Stop | None]:
+    """The round's checked edit (the one asked ahead when it was asked for this very text), or why there is none."""
+    try:
+        proposal = ahead.proposal.result() if ahead and ahead.text == text else propose_for(run, skill, text, run.best[skill])
+    except BudgetExhausted as err:
+        run.stopped = f"budget: {err}"
+        return None, Stop.BUDGET
+    if proposal is None:
+        return None, Stop.NO_EDIT
+    if proposal.edit is None:  # the editor could not be reached
+        return proposal, Stop.PROPOSER_UNAVAILABLE
+    return proposal, None
 
 
 def ever_reverted(run: Run, skill: str) -> bool:
     """Whether any edit of this skill was ever reverted (the heterogeneous re-check's third trigger)."""
-    return any(r.status == "revert" for r in run.results(skill).rows())
-
-
-def score_text(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
-    mode = "quick" if run.mode_quality == "quick" else run.mode  # a weak target model: quick evaluation only
-    return tasks.evaluate(run.backend, backend_id(run), text, skill, tuple(sorted(skill_files(run, skill))), mode,
-                          run.prompts.get(skill, []), ever_reverted)
+    return any(r.status == Status.REVERT for r in run.results(skill).rows())
 
 
 def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list[ProposalRequest]:
@@ -57,14 +130,14 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
     exclude: frozenset[str] = frozenset()
     if run.mode_quality == "lite":  # lite: format fixes only
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
-    buffer, files = run.buffers[skill], skill_files(run, skill)
+    buffer, files = run.buffers[skill], measure.skill_files(run, skill)
     rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]
     return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
                             active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill))
             for dim in diagnose(card.score, guarded, run.preferred_dims, exclude)]
 
 
-def propose_for(run: Run, skill: str, text: str, card: Evaluation):
+def propose_for(run: Run, skill: str, text: str, card: Evaluation) -> Proposal | None:
     """The first dimension, in diagnosis order, for which the proposer has a checked edit (None: no dimension has one)."""
     return tasks.propose(run.backend, proposal_requests(run, skill, text, card))
 
@@ -82,97 +155,14 @@ def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> Proposal
     return ProposalAhead(text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card)))
 
 
-def reject(run: Run, skill: str, edit: Edit, reason: str, status: str = "active") -> str:
-    buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason, status,
+def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:
+    buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason.value, status,
                                                    note=edit.describe())
     run.buffers[skill] = buffer
     save_rejected(run.workspace.rejected_edits(skill), buffer)
     if pruned and run.manifest:
         run.manifest.pruned(rejected=pruned)
     return entry.sha256
-
-
-def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_round: int = 1,
-                   on_round=lambda skill, round_no, status: None, ahead: ProposalAhead | None = None) -> SkillOutcome:
-    best = run.best.get(skill) or run.baselines[skill]
-    outcome = SkillOutcome(skill, best.score.total, best.score.total, 0, "max_rounds")
-    small_gains = 0
-    last_round = start_round + (max_rounds or run.max_rounds) - 1
-    reverted_before = ever_reverted(run, skill)  # every revert below ends the loop, so this holds for all its rounds
-    for round_no in range(start_round, last_round + 1):
-        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-        try:
-            proposal = ahead.proposal.result() if ahead and ahead.text == text else propose_for(run, skill, text, best)
-        except BudgetExhausted as err:
-            run.stopped = outcome.stop = f"budget: {err}"
-            break
-        ahead = None
-        if proposal is None or proposal.edit is None:  # no dimension has an edit, or the editor was unreachable
-            stop, why = ("proposer_unavailable", proposal.reason) if proposal else ("no_edit", "no applicable edit for any dimension")
-            tasks.record_row(run, skill, round_no, "skip", None, facts={"stop": stop}, text=why)
-            outcome.stop = stop
-            break
-        edit = proposal.edit
-        run.ratchet.pre_edit(skill)
-        save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
-        run.ratchet.write_skill(skill, proposal.edited_text)
-        try:
-            after = score_text(run, skill, proposal.edited_text, reverted_before)
-        except BudgetExhausted as err:
-            run.ratchet.rollback(skill)
-            run.stopped = outcome.stop = f"budget: {err}"
-            tasks.record_row(run, skill, round_no, "skip", None, dim=edit.target_dim, facts={"stop": "budget"},
-                             text="LLM budget reached before this edit could be scored; rolled back")
-            break
-        facts = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
-                 "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
-        outcome.rounds = round_no - start_round + 1
-        on_round(skill, round_no, f"Δ {after.score.total - best.score.total:+.1f}")
-        if after.disagreements or after.review_blocking:
-            why = (f"judges disagree by more than 3 points on {', '.join(after.disagreements)}" if after.disagreements
-                   else "the review gate has an open P0 (or three open P1)")
-            answer = run.ask(f"judges-{skill}", f"{skill} round {round_no}: {why}. Keep this edit?", default_approve=False)
-            if not (answer.approved and is_improvement(best.score.total, after.score.total)) or after.review_blocking:
-                facts["sha256"] = reject(run, skill, edit, "user_manual" if answer.answered_by in ("ui", "cli") else "score_regression")
-                run.ratchet.rollback(skill)
-                stop = "disagreement" if after.disagreements else "review_blocked"
-                tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
-                                 facts=facts | {"stop": stop}, text=f"{why}; {answer.answered_by}: {answer.comment}",
-                                 edit_pct=proposal.edit_pct)
-                outcome.stop, outcome.reverted = stop, outcome.reverted + 1
-                break
-        if after.safety_veto:
-            facts["sha256"] = reject(run, skill, edit, "safety_frozen")
-            run.ratchet.rollback(skill)
-            tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
-                             facts=facts | {"stop": "safety_veto"}, text=edit.describe(), edit_pct=proposal.edit_pct)
-            freeze(run, skill, "Safety red line hit by a judge", rounds=None)
-            outcome.stop, outcome.reverted = "safety_veto", outcome.reverted + 1
-            break
-        if is_improvement(best.score.total, after.score.total):
-            delta = round1(after.score.total - best.score.total)
-            small_gains = small_gains + 1 if delta < CEILING_DELTA else 0
-            if small_gains < 2 and round_no < last_round:
-                ahead = propose_ahead(run, skill, proposal.edited_text, after)
-            run.ratchet.keep(skill, delta, edit.target_dim)
-            tasks.record_row(run, skill, round_no, "keep", after, old=best.score.total, dim=edit.target_dim,
-                             facts=facts, text=edit.describe(), edit_pct=proposal.edit_pct)
-            best, outcome.after, outcome.kept = after, after.score.total, outcome.kept + 1
-            run.best[skill] = best
-            run.kept_edits.setdefault(skill, []).append(edit)
-            if small_gains >= 2:
-                outcome.stop = "ceiling"
-                break
-        else:  # rejected first: a crash before the rollback must not let the same edit be tried again
-            facts["sha256"] = reject(run, skill, edit, "score_regression")
-            run.ratchet.rollback(skill)
-            tasks.record_row(run, skill, round_no, "revert", after, old=best.score.total, dim=edit.target_dim,
-                             facts=facts | {"stop": "bottleneck"}, text=edit.describe(), edit_pct=proposal.edit_pct)
-            emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
-                                           "to_version": run.commit() or "kept", "reason": "score_regression"})
-            outcome.stop, outcome.reverted = "bottleneck", outcome.reverted + 1
-            break
-    return outcome
 
 
 def freeze(run: Run, skill: str, reason: str, rounds: int | None) -> None:

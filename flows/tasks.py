@@ -1,30 +1,42 @@
 """Prefect tasks: each a small typed step with a name a person recognises in the UI.
 
 Only the IO step that can fail transiently (appending a results row) retries.
-Evaluation — the expensive, LLM-bound step — is cached on its inputs minus the
-backend object (``backend_id`` stands in for it: backend, models, server), so a
-flow re-run after a suspend or a crash does not pay for the same judging twice.
+The measurements — the expensive, LLM-bound steps — are cached under the key
+``flows.measure.measurement_key`` computes (text, files, prompts, settings,
+code version, root flow run, sample index): a suspended run executed again
+gets its own answers back, and nothing else ever shares them.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import INPUTS, NO_CACHE, TASK_SOURCE
+from typing import Any
 
-from judges.backend import Backend, Evaluation, ProposalRequest
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from judges.backend import Backend, Evaluation, ProposalRequest, Resample
+from flows.trial import Trial
 from judges.proposer import Proposal, propose_checked
-from workspace.results_tsv import Repair, ResultRow, ResultsFile
+from workspace.results_tsv import Repair, ResultRow, ResultsFile, Status
 from workspace.test_prompts import TestPrompt
 
 
-# ``files`` is a sorted tuple, not a set: a set's order follows the process's string hashing, which
-# would give the same inputs a different cache key in the process that re-runs a resumed flow.
-@task(name="evaluate", cache_policy=(INPUTS + TASK_SOURCE) - "backend", persist_result=True)
-def evaluate(backend: Backend, backend_id: str, text: str, skill: str, files: tuple[str, ...], mode: str,
+def _given_key(context: Any, parameters: dict[str, Any]) -> str:
+    return str(parameters["key"])
+
+
+@task(name="evaluate", cache_key_fn=_given_key, persist_result=True)
+def evaluate(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
              prompts: list[TestPrompt], ever_reverted: bool = False) -> Evaluation:
     return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted)  # type: ignore[arg-type]
+
+
+@task(name="measure-again", cache_key_fn=_given_key, persist_result=True)
+def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
+             prompts: list[TestPrompt], judges: int, dim8: bool) -> Resample:
+    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8)  # type: ignore[arg-type]
 
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
@@ -45,8 +57,8 @@ def design_prompts(backend: Backend, text: str, skill: str) -> tuple[list[TestPr
     return backend.design_prompts(text, skill)
 
 
-@task(name="held-out-test", cache_policy=NO_CACHE)
-def held_out(backend: Backend, text: str, skill: str, files: frozenset[str], prompts: list[TestPrompt]) -> float | None:
+@task(name="held-out-test", cache_key_fn=_given_key, persist_result=True)
+def held_out(backend: Backend, key: str, text: str, skill: str, files: frozenset[str], prompts: list[TestPrompt]) -> float | None:
     return backend.held_out(text, skill, files, prompts)
 
 
@@ -55,12 +67,18 @@ def append_row(results_tsv: Path, row: ResultRow) -> Repair | None:
     return ResultsFile(results_tsv).append(row)
 
 
-def record_row(run, skill: str, round_no: int, status: str, evaluation: Evaluation | None, **fields) -> ResultRow:
+def record_row(run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
     """Build the row here and give the task only the path and the row.
 
     Prefect walks every task parameter (looking for futures to link); handed
     the whole run, that walk cost ~50 ms a row (benchmarks/loop_overhead.py).
+    A ``Trial`` brings its decision's evidence: both texts' samples, the
+    decision, the calls it cost and the stop it means.
     """
-    row = run.result_row(skill, round_no, status, evaluation, **fields)
+    if isinstance(source, Trial):
+        fields = {"measured": source.candidate, "before": source.incumbent, "decision": source.decision,
+                  "calls": source.calls, "stop": source.stop} | fields
+        source = source.evaluation
+    row = run.result_row(skill, round_no, status, source, **fields)
     run.repaired(skill, append_row(run.workspace.results_tsv(skill), row))
     return row

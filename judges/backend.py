@@ -16,7 +16,7 @@ from judges.llm import LLMClient, Usage
 from judges.offline import heuristic_dim8, heuristic_structure
 from judges.offline_strategies import runtime_bound
 from judges.performance import (Measurement, full_measurement, held_out_score, main_prompts, measure_dry_run,
-                                measure_pair, skill_context)
+                                measure_pair, measure_pairs, skill_context)
 from judges.prompt_design import design_prompts, offline_prompts
 from judges.review import Review, needs_review, run_review
 from judges.settings import Settings
@@ -47,6 +47,14 @@ class Evaluation:
 
 
 @dataclass(frozen=True)
+class Resample:
+    """More measurements of one text, for the keep decision: judge calls and, optionally, dim8 again."""
+
+    verdicts: tuple[Verdict, ...] = ()
+    dim8: DimensionScore | None = None
+
+
+@dataclass(frozen=True)
 class ProposalRequest:
     text: str
     skill_name: str
@@ -65,6 +73,9 @@ class Backend(Protocol):
 
     def evaluate(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
                  ever_reverted: bool = False, last_dim10_raw: float | None = None) -> Evaluation: ...
+
+    def resample(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
+                 judges: int, dim8: bool) -> Resample: ...
 
     def design_prompts(self, text: str, skill_name: str) -> tuple[list[TestPrompt], str]: ...
 
@@ -94,6 +105,10 @@ class OfflineBackend:
         dim10 = None if mode == "quick" else DimensionScore("dim10", 10, "formula", ("offline: no review gate ran, dim10 = 10",))
         score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims, dim10=dim10)
         return Evaluation(score, "fallback_dry", 0)
+
+    def resample(self, text, skill_name, files, mode, prompts, judges, dim8) -> Resample:
+        """Nothing to add: the heuristics give the same text the same scores, so they are exact (never resampled)."""
+        return Resample()
 
     def design_prompts(self, text, skill_name):
         return offline_prompts(parse(_text(text)), skill_name), "offline design (description trigger phrases and headings)"
@@ -173,6 +188,27 @@ class OnlineBackend:
             panel = combine([v.result() for v in verdicts], self._warnings())
             measurement = full_measurement([p.result() for p in pairs])
         return doc, refs, panel, measurement
+
+    def resample(self, text, skill_name, files, mode, prompts, judges, dim8) -> Resample:
+        """``judges`` fresh structure-judge calls and, with ``dim8``, dim8 once more, all side by side.
+
+        The same judge model and prompts as the evaluation, each call with its own
+        nonce: independent samples of the same text, which is what the keep
+        decision's noise estimate needs.
+        """
+        text = _text(text)
+        refs = tuple(scan_references(parse(text), files))
+        with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
+            measured = None
+            if dim8 and mode == "full":
+                measured = pool.submit(lambda: full_measurement(
+                    measure_pairs(self.client, self.settings, self.cache, skill_context(text, files), main_prompts(prompts))))
+            elif dim8:
+                measured = pool.submit(measure_dry_run, self.client, self.settings, text, prompts)
+            calls = [pool.submit(judge_once, self.client, self.settings.judge_model, f"judge-{i + 3}", text, refs)
+                     for i in range(judges)]
+            verdicts = tuple(c.result() for c in calls)
+            return Resample(verdicts, measured.result().dim8 if measured else None)
 
     def _orthogonality(self, score: SkillScore, text: str, refs, safety, ever_reverted: bool) -> Verdict | None:
         """The design's heterogeneous re-check: shown, never counted among the standard judges."""

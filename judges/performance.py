@@ -91,10 +91,14 @@ def _scores_in(answer: dict, keys: tuple[str, ...]) -> dict[str, float] | None:
 
 
 def _fresh_baseline(client: LLMClient, settings: Settings, cache: BaselineCache, prompt: str) -> CachedOutput:
-    reply = client.chat("target:baseline", settings.target_model, [{"role": "user", "content": prompt}])
-    value = CachedOutput(reply.text, reply.tokens_in, reply.tokens_out)
-    cache.put(settings.target_model, prompt, TARGET_PARAMETERS, value)
-    return value
+    with cache.lock_for(settings.target_model, prompt, TARGET_PARAMETERS):
+        cached = cache.get(settings.target_model, prompt, TARGET_PARAMETERS, count=False)  # computed while this one waited
+        if cached is not None:
+            return cached
+        reply = client.chat("target:baseline", settings.target_model, [{"role": "user", "content": prompt}])
+        value = CachedOutput(reply.text, reply.tokens_in, reply.tokens_out)
+        cache.put(settings.target_model, prompt, TARGET_PARAMETERS, value)
+        return value
 
 
 def _run_both(client: LLMClient, settings: Settings, cache: BaselineCache, context: str, prompt: TestPrompt):

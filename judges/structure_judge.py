@@ -30,7 +30,7 @@ class Verdict:
 
     judge: str
     model: str
-    scores: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
     rationales: dict[str, str] = field(default_factory=dict)
     quotes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     safety_red_line: bool = False
@@ -79,7 +79,7 @@ def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, st
         for quote in quotes:
             if not quote_in_text(quote, folded):
                 return None, f"{dim} quote not found in the skill (fabricated evidence voids the answer): {quote[:80]!r}"
-        parsed["scores"][dim] = round(float(score))
+        parsed["scores"][dim] = round(float(score), 2)  # as given: rounding 6.7 to 7 would add noise of its own
         parsed["rationales"][dim] = str(entry.get("rationale", ""))
         parsed["quotes"][dim] = tuple(quotes)
     parsed["safety_red_line"] = answer.get("safety_red_line") is True

@@ -29,24 +29,30 @@ class BaselineCache:
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
+        self._computing: dict[str, threading.Lock] = {}
+
+    def lock_for(self, model: str, prompt: str, parameters: dict) -> threading.Lock:
+        """One lock per entry: two measurements of the same prompt at once compute its baseline once, not twice
+        (the second waits, then finds it cached)."""
+        with self._lock:
+            return self._computing.setdefault(self.key(model, prompt, parameters), threading.Lock())
 
     @staticmethod
     def key(model: str, prompt: str, parameters: dict) -> str:
         material = json.dumps({"model": model, "prompt": prompt, "parameters": parameters}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
-    def get(self, model: str, prompt: str, parameters: dict) -> CachedOutput | None:
+    def get(self, model: str, prompt: str, parameters: dict, count: bool = True) -> CachedOutput | None:
         path = self.directory / f"{self.key(model, prompt, parameters)}.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             found = CachedOutput(str(data["output"]), int(data["tokens_in"]), int(data["tokens_out"]))
         except (OSError, ValueError, KeyError, TypeError):
             found = None  # absent or damaged: recompute (a damaged entry is simply overwritten)
-        with self._lock:
-            if found is None:
-                self.misses += 1
-            else:
-                self.hits += 1
+        if count:
+            with self._lock:
+                self.misses += found is None
+                self.hits += found is not None
         return found
 
     def put(self, model: str, prompt: str, parameters: dict, value: CachedOutput) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Iterable
 
@@ -22,7 +23,20 @@ from workspace.atomic import atomic_write
 MAX_ENTRIES = 200
 FRAGMENT_LIMIT = 500
 SIMILARITY = 0.9
-REASONS = ("score_regression", "held_out_degraded", "safety_frozen", "user_manual", "budget_exceeded")
+
+
+class RejectReason(StrEnum):
+    """Why an edit was rolled back and remembered."""
+
+    SCORE_REGRESSION = "score_regression"  # not better beyond noise: a dimension got worse, or nothing rose
+    INCONCLUSIVE = "inconclusive"  # still undecided when the measuring cap was reached
+    HELD_OUT_DEGRADED = "held_out_degraded"
+    SAFETY_FROZEN = "safety_frozen"
+    USER_MANUAL = "user_manual"
+    BUDGET_EXCEEDED = "budget_exceeded"
+
+
+REASONS = tuple(r.value for r in RejectReason)
 _STATUS = re.compile(r"^(active|permanent_block|bypassed_on_\d{4}-\d{2}-\d{2})$")
 _ENTRY_HEAD = re.compile(r"^## REJ-(\d{4,}) \| (\S+) \| (.+)$")
 _FIELD = re.compile(r"^- (\w+): ?(.*)$")

@@ -1,5 +1,13 @@
 """``results.tsv``: one row per attempt, the ratchet's source of truth.
 
+The design's sixteen columns come first; Luban's own follow at the end, so
+a file written before they existed still reads (its rows get empty cells, and
+the next append rewrites it with the longer header): ``stop`` (why the skill's
+loop ended, a ``Stop``), ``samples``, ``bound`` and ``llm_calls`` (the keep
+decision's evidence in brief: candidate/incumbent samples of the deciding
+dimension, its one-sided 95 % bound in total points, and the LLM calls the
+decision cost), and ``evidence`` (the whole decision, per dimension, as JSON).
+
 Rows are appended by read + append + atomic replace, so a crash leaves the
 file with or without the new row, never with half of it. A file damaged some
 other way (wrong column count, not TSV, binary, a torn last line) is copied to
@@ -14,19 +22,54 @@ import math
 import shutil
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from workspace.atomic import DEFAULT_OPS, FileOps, atomic_write
 
-COLUMNS: tuple[str, ...] = (
+DESIGN_COLUMNS: tuple[str, ...] = (
     "timestamp", "commit", "skill", "round", "old_score", "new_score", "status", "dim_changed",
     "delta", "note", "eval_mode", "judge_count", "mode", "edit_pct", "scores", "held_out_score",
 )
+COLUMNS: tuple[str, ...] = DESIGN_COLUMNS + ("stop", "samples", "bound", "llm_calls", "evidence")
 HEADER = "\t".join(COLUMNS)
-STATUSES = ("baseline", "keep", "revert", "skip", "error")
+_OLD_HEADER = "\t".join(DESIGN_COLUMNS)
 EVAL_MODES = ("full_test", "dry_run", "fallback", "fallback_dry")
 _ONE_DECIMAL = ("old_score", "new_score", "delta", "edit_pct", "held_out_score")
+_JSON = ("scores", "evidence")
+
+
+class Status(StrEnum):
+    """What one row records (the design's five)."""
+
+    BASELINE = "baseline"
+    KEEP = "keep"
+    REVERT = "revert"
+    SKIP = "skip"
+    ERROR = "error"
+
+
+class Stop(StrEnum):
+    """Why a skill's loop (or its turn in the run) ended: one spelling each."""
+
+    MAX_ROUNDS = "max_rounds"  # every round was used
+    CEILING = "ceiling"  # two kept rounds in a row under +2
+    BOTTLENECK = "bottleneck"  # a confident non-improvement: the edits no longer help
+    NO_EDIT = "no_edit"  # no dimension has an edit left to try
+    PROPOSER_UNAVAILABLE = "proposer_unavailable"  # the editor model could not be reached
+    BUDGET = "budget"  # the run's LLM budget is spent
+    DISAGREEMENT = "disagreement"  # a person turned down an edit the judges disagreed on
+    REVIEW_BLOCKED = "review_blocked"  # the review gate has an open P0 (or three P1)
+    SAFETY_VETO = "safety_veto"  # a Safety red line: the skill is frozen
+    USER_REJECTED = "user_rejected"  # a person restored the original at the skill's checkpoint
+    REWRITE_NOT_BETTER = "rewrite_not_better"  # Phase 2.5's rewrite did not beat the saved best
+    ROI = "roi"  # skipped by the ROI precheck
+    FROZEN = "frozen"
+    UNREADABLE = "unreadable"
+
+
+STATUSES = tuple(s.value for s in Status)
 
 
 class InvalidRow(ValueError):
@@ -51,8 +94,15 @@ class ResultRow:
     edit_pct: float | None = None
     scores: dict[str, float | None] | None = None
     held_out_score: float | None = None
+    stop: str = ""
+    samples: str = ""
+    bound: float | None = None
+    llm_calls: int | None = None
+    evidence: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        if self.stop and self.stop not in {s.value for s in Stop}:
+            raise InvalidRow(f"stop {self.stop!r} is not one of {', '.join(s.value for s in Stop)}")
         if self.status not in STATUSES:
             raise InvalidRow(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
         if self.eval_mode and self.eval_mode not in EVAL_MODES:
@@ -65,17 +115,20 @@ class ResultRow:
 
     @classmethod
     def from_cells(cls, cells: list[str]) -> ResultRow:
-        if len(cells) != len(COLUMNS):
-            raise InvalidRow(f"{len(cells)} columns, expected {len(COLUMNS)}")
+        """A row of the current layout, or of the design's sixteen columns (a file written before Luban's own)."""
+        if len(cells) not in (len(COLUMNS), len(DESIGN_COLUMNS)):
+            raise InvalidRow(f"{len(cells)} columns, expected {len(COLUMNS)} (or {len(DESIGN_COLUMNS)} in an older file)")
         raw = dict(zip(COLUMNS, cells))
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
-            value = raw[f.name]
-            if f.name in _ONE_DECIMAL:
+            value = raw.get(f.name, "")
+            if f.name == "bound":
                 kwargs[f.name] = float(value) if value else None
-            elif f.name in ("round", "judge_count"):
+            elif f.name in _ONE_DECIMAL:
+                kwargs[f.name] = float(value) if value else None
+            elif f.name in ("round", "judge_count", "llm_calls"):
                 kwargs[f.name] = int(value) if value else (0 if f.name == "round" else None)
-            elif f.name == "scores":
+            elif f.name in _JSON:
                 kwargs[f.name] = json.loads(value) if value else None
             else:
                 kwargs[f.name] = value
@@ -89,12 +142,12 @@ def now_stamp() -> str:
 def _cell(name: str, value: Any) -> str:
     if value is None:
         return ""
-    if name in _ONE_DECIMAL:
+    if name in _ONE_DECIMAL or name == "bound":
         number = float(value)
         if not math.isfinite(number):
             raise InvalidRow(f"{name} must be a finite number, got {value!r}")
-        return f"{number:.1f}"
-    if name == "scores":
+        return f"{number:.1f}" if name in _ONE_DECIMAL else f"{number:.2f}"
+    if name in _JSON:
         return json.dumps(value, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
     text = str(value)
     return " ".join(text.replace("\t", " ").splitlines())  # a cell never holds a tab or a line break
@@ -120,8 +173,9 @@ def _parse(data: bytes) -> tuple[list[ResultRow], int, bool]:
     clean = _decodes(data)
     lines = data.decode("utf-8", errors="replace").split("\n")
     torn = lines.pop() != ""
-    if lines and lines[0] == HEADER:
+    if lines and lines[0] in (HEADER, _OLD_HEADER):
         body = lines[1:]
+        clean = clean and lines[0] == HEADER  # an older header is rewritten (upgraded) on the next append
     else:
         clean = False
         body = lines[1:] if lines and lines[0].startswith("timestamp\t") else lines
@@ -151,8 +205,12 @@ class ResultsFile:
         if not self.path.exists():
             atomic_write(self.path, HEADER + "\n", self.ops)
             return None
-        rows, bad, clean = _parse(self.path.read_bytes())
+        data = self.path.read_bytes()
+        rows, bad, clean = _parse(data)
         if clean:
+            return None
+        if bad == 0 and data.startswith((_OLD_HEADER + "\n").encode()):  # the design's layout: add Luban's columns
+            atomic_write(self.path, HEADER + "\n" + "".join(r.to_line() + "\n" for r in rows), self.ops)
             return None
         return self._rebuild(rows, bad)
 
@@ -184,5 +242,6 @@ class ResultsFile:
         import pandas as pd
 
         self.ensure()
-        return pd.read_csv(self.path, sep="\t", dtype={"commit": str, "note": str, "dim_changed": str},
-                           keep_default_na=False, na_values={c: [""] for c in _ONE_DECIMAL + ("judge_count",)})
+        text = {c: str for c in ("commit", "note", "dim_changed", "stop", "samples", "evidence")}
+        return pd.read_csv(self.path, sep="\t", dtype=text, keep_default_na=False,
+                           na_values={c: [""] for c in _ONE_DECIMAL + ("judge_count", "bound", "llm_calls")})

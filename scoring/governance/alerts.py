@@ -5,6 +5,14 @@ and holds the attempts after it. Each run yields one value per metric; a
 metric's history is every earlier run, across skills, in time order; the value
 checked is each skill's latest run.
 
+The per-attempt figures read the keep decision's evidence where a row has it
+(``results.tsv``'s ``evidence``), so judge noise is not mistaken for a trend:
+an attempt is *flat* when it established neither a gain nor a loss on any
+dimension (an inconclusive edit, or nothing rose), not when its noisy Δ
+happened to be near 0; the self-assessment gap counts only what lies beyond the
+target dimension's own 95 % noise band. Rows without evidence (older files,
+the offline heuristics) keep the plain readings: |Δ| < 0.1, |expected − Δ|.
+
 Dynamic thresholds are μ ± k·σ of the metric's own history, with
 k = norm.isf(0.05 / 8) (Bonferroni over the eight checks, ≈ 2.50) from 30
 points on, the t quantile t.isf(0.05 / 8, n − 1) below that, and no alert at
@@ -15,6 +23,7 @@ all under 5 points. Fixed thresholds stay fixed: flat > 40 %, budget use
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -56,6 +65,32 @@ class Alert:
             object.__setattr__(self, "value", float(self.value))
 
 
+def _evidence(cell) -> dict:
+    if not isinstance(cell, str) or not cell:
+        return {}
+    try:
+        return json.loads(cell)
+    except ValueError:
+        return {}
+
+
+def _flat(evidence: dict, delta: float) -> bool:
+    """Moved neither way beyond noise: no dimension decided it. Without evidence: |Δ| < 0.1."""
+    if evidence:
+        return evidence.get("basis") is None
+    return delta == delta and abs(delta) < 0.1
+
+
+def _assessment_gap(evidence: dict, expected: float, delta: float, target: str) -> float:
+    """|expected − measured| beyond the target dimension's 95 % noise band, in total points."""
+    from scoring.model import WEIGHTS
+
+    measured = delta if delta == delta else 0.0
+    band = (evidence.get("dims") or {}).get(target, {}).get("se")
+    slack = 1.96 * band * WEIGHTS.get(target, 0) / 10 if band else 0.0
+    return max(0.0, abs(expected - measured) - slack)
+
+
 def run_metrics(frame):
     """One row per (skill, run) with the eight metrics; ``frame`` is results.tsv rows as pandas reads them."""
     import pandas as pd
@@ -67,17 +102,20 @@ def run_metrics(frame):
         for run_id, run in group.groupby(run_ids):
             attempts = run[run["status"].isin(["keep", "revert"])]
             notes = [str(n) for n in attempts["note"]]
+            evidence = [_evidence(e) for e in (attempts["evidence"] if "evidence" in attempts else [""] * len(attempts))]
             proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
             hits = sum(fact_float(n, "rejected_hits") or 0 for n in notes)
-            gaps = [abs((fact_float(n, "expected") or 0) - (d if d == d else 0)) for n, d in zip(notes, attempts["delta"])
+            gaps = [_assessment_gap(e, fact_float(n, "expected") or 0.0, d, str(t))
+                    for n, d, e, t in zip(notes, attempts["delta"], evidence, attempts["dim_changed"])
                     if fact_float(n, "expected") is not None]
+            flats = [_flat(e, d) for e, d in zip(evidence, attempts["delta"])]
             decided = len(attempts)
             rows.append({
                 "skill": skill, "run": int(run_id), "started": str(run["timestamp"].iloc[0]),
                 "dry_run_ratio": float(run["eval_mode"].isin(["dry_run", "fallback_dry"]).mean()),
                 "revert_rate": float((attempts["status"] == "revert").mean()) if decided else math.nan,
                 "delta_mean": float(attempts["delta"].mean()) if decided else math.nan,
-                "flat_ratio": float((attempts["delta"].abs() < 0.1).mean()) if decided else math.nan,
+                "flat_ratio": sum(flats) / decided if decided else math.nan,
                 "mode_completeness": float(run["mode"].isin(["quick", "full"]).mean()),
                 "rejected_hit_rate": hits / proposals if proposals else math.nan,
                 "budget_use": float(attempts["edit_pct"].mean()) if decided else math.nan,

@@ -8,7 +8,9 @@ Markdown text, and a PNG chart of the total per round per skill.
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
 
 from scoring.model import DIM_NAMES
 from scoring.notes import parse_note
@@ -79,10 +81,63 @@ def render(frame, facts: RunFacts) -> str:
             facts_, text = parse_note(str(row["note"]))
             lines.append(f"- [{row['skill']}] {facts_.get('strategy', '')} {row['delta']:+.1f}: {text}".rstrip(": "))
         lines.append("")
+    lines += ["## Keep decisions", "",
+              "Each edit is kept only when a dimension gained beyond the judges' noise (one-sided 95 %, over all",
+              "dimensions and looks), none got worse beyond it, and the total of the means rose. *bound*: the deciding",
+              "dimension's one-sided bound, in total points; *samples*: its candidate/incumbent measurements.", ""]
+    lines += decision_lines(attempts.to_dict(orient="records"), with_skill=True)
+    lines += [""] + noise_lines(attempts.to_dict(orient="records"))
     lines += _health(run, attempts, facts) + ["", "## Audit trail", "",
                                                 f"- Branch: {facts.branch or '— (quick mode: no git branch)'}",
                                                 f"- Backups: {facts.backups or '—'}", f"- Manifest: {facts.manifest or '—'}", ""]
     return "\n".join(lines)
+
+
+def _evidence(row: Mapping[str, Any]) -> dict:
+    value = row.get("evidence")
+    if isinstance(value, str):
+        return json.loads(value) if value else {}
+    return dict(value or {})
+
+
+def _cell(value: Any, spec: str = "") -> str:
+    if value is None or value == "" or (isinstance(value, float) and value != value):
+        return "—"
+    return format(value, spec) if spec else str(value)
+
+
+def decision_lines(rows: Iterable[Any], with_skill: bool = False) -> list[str]:
+    """One table row per keep decision: verdict, what decided it, Δ, the bound, samples, calls, and why."""
+    records = [r if isinstance(r, Mapping) else vars(r) for r in rows]
+    records = [r for r in records if r.get("status") in ("keep", "revert") and _evidence(r)]
+    if not records:
+        return ["No keep decision with recorded evidence in this run."]
+    head = ("| skill " if with_skill else "") + "| round | verdict | decided by | Δ total | bound | samples | calls | why |"
+    lines = [head, "|" + "---|" * (9 if with_skill else 8)]
+    for r in records:
+        ev = _evidence(r)
+        cells = ([str(r["skill"])] if with_skill else []) + [
+            str(r["round"]), ev.get("verdict", r["status"]), _cell(ev.get("basis")), _cell(r.get("delta"), "+.1f"),
+            _cell(r.get("bound"), "+.2f"), _cell(r.get("samples")), _cell(r.get("llm_calls")),
+            str(ev.get("reason", "")).replace("|", "/")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def noise_lines(rows: Iterable[Any]) -> list[str]:
+    """The judges' noise per model and dimension, as the last decision of the run read it (pooled, with its df)."""
+    latest: dict[str, dict] = {}
+    for r in rows:
+        ev = _evidence(r if isinstance(r, Mapping) else vars(r))
+        for dim, values in ev.get("dims", {}).items():
+            if "sd" in values:
+                latest.setdefault(ev.get("judge_model", "?"), {})[dim] = (values["sd"], values.get("df"))
+    if not latest:
+        return ["Judge noise: none measured (no judged dimension, or the offline heuristics, which are exact)."]
+    lines = ["Judge noise (σ of one judge call, pooled within texts; degrees of freedom):", ""]
+    for model, dims in latest.items():
+        lines.append(f"- {model}: " + ", ".join(f"{d} σ {sd:.2f} (df {df})" for d, (sd, df) in sorted(dims.items())))
+    return lines
 
 
 def _health(run, attempts, facts: RunFacts) -> list[str]:

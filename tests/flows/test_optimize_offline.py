@@ -134,6 +134,6 @@ def test_roi_precheck_asks_when_three_runs_gained_little_and_batch_skips(example
     original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
     result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto")
     last = ResultsFile(history.path).rows()[-1]
-    assert last.status == "skip" and "stop=roi" in last.note and "gained less than 1 point (skipped: auto)" in last.note
+    assert last.status == "skip" and last.stop == "roi" and "gained less than 1 point (skipped: auto)" in last.note
     assert any("optimized 3 time(s), last +0.5" in n for n in result["notices"])
     assert result["skills"] == {} and (example_skills / "pr-review" / "SKILL.md").read_bytes() == original

@@ -7,6 +7,7 @@ from pathlib import Path
 import git
 import pytest
 
+from flows.measure import HELD_OUT_SAMPLES
 from flows.optimize import optimize_skills
 from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, reply
 from tests.support.scripted_llm import LubanResponder, kind_of, messages_json
@@ -99,7 +100,8 @@ def test_step_c_systemic_decline_keeps_the_version_and_queues_it(example_skills:
         def _grade(self, request):
             if HELD_OUT in request.body["messages"][1]["content"]:
                 Declining.held_calls += 1
-                return reply({"accuracy": 8 if Declining.held_calls == 1 else 5, "baseline_accuracy": 6, "safety": 10,
+                baseline = Declining.held_calls <= HELD_OUT_SAMPLES  # the baseline's graded calls come first
+                return reply({"accuracy": 8 if baseline else 5, "baseline_accuracy": 6, "safety": 10,
                               "compliance": 9, "safety_red_line": False})
             return super()._grade(request)
 
@@ -173,7 +175,7 @@ def test_an_open_p0_at_baseline_blocks_the_skill(example_skills: Path, monkeypat
     responder.findings = [{"section": "Approving", "level": "P0", "problem": "merges unreviewed code", "direction": "STOP"}]
     result, _ = run_online(example_skills, monkeypatch, responder)
     rows = history(example_skills)
-    assert [r.status for r in rows] == ["baseline", "skip"] and "stop=review_blocked" in rows[1].note
+    assert [r.status for r in rows] == ["baseline", "skip"] and rows[1].stop == "review_blocked"
     assert rows[0].scores["dim10"] == 4.0 and result["skills"] == {}
 
 
@@ -218,8 +220,9 @@ def test_step_d_two_skills_overfitting_in_a_row_tighten_the_global_budget(exampl
 
 def test_step_b_then_held_out_still_below_is_a_double_fail(example_skills: Path, monkeypatch):
     class StillDeclining(GateResponder):
-        """Held-out grades 8 (baseline), 7 (after the kept edit), 6 (after Step B's rollback and limited round)."""
-        held = iter([8, 7, 6, 6, 6])
+        """Held-out grades 8 (baseline), 7 (after the kept edit), 6 (after Step B's rollback and limited round),
+        each version graded HELD_OUT_SAMPLES times."""
+        held = iter([8] * HELD_OUT_SAMPLES + [7] * HELD_OUT_SAMPLES + [6] * 4 * HELD_OUT_SAMPLES)
 
         def _grade(self, request):
             if HELD_OUT in request.body["messages"][1]["content"]:

@@ -10,6 +10,7 @@ import pytest
 from tests.flows.prefect_server import BIN, api, batch_finished, children, cli, paused_runs, start_batch, stop, wait_for
 from tests.support.openai_server import ScriptedOpenAI
 from tests.support.scripted_llm import LubanResponder, kind_of, skill_in
+from workspace.results_tsv import ResultsFile
 
 
 @pytest.mark.slow
@@ -72,7 +73,12 @@ def test_long_checkpoints_suspend_hold_no_process_and_repeat_no_llm_call(prefect
     rows = (workspace / "quick" / "pr-review" / "results.tsv").read_text().splitlines()
     assert sum("\tbaseline\t" in r for r in rows) == 1
     baseline_judged = [r for r in server.chat_requests() if kind_of(r) == "judge" and skill_in(r) == baseline_text]
-    assert len(baseline_judged) == 1  # the re-runs took the evaluation from Prefect's cache
+    # The baseline text's judge samples, as the last decision that had it as the incumbent counted them: every
+    # judge request on it is one of those samples — the re-runs took theirs from Prefect's cache, none twice.
+    attempts = ResultsFile(workspace / "quick" / "pr-review" / "results.tsv").rows()
+    first_keep = next((i for i, r in enumerate(attempts) if r.status == "keep"), len(attempts) - 1)
+    against_baseline = [r for r in attempts[: first_keep + 1] if r.evidence]
+    assert against_baseline and len(baseline_judged) == against_baseline[-1].evidence["dims"]["dim2"]["n"][1]
     phases = api(prefect_server, "/flow_runs/filter", {"flows": {"name": {"like_": "phase-"}}})
     assert phases and not [p["name"] for p in phases if p["state"]["type"] == "RUNNING"]  # none left hanging
     marker = json.loads((workspace / "runs" / f"{answered[0][0]}.json").read_text())

@@ -102,6 +102,26 @@ def test_run_metrics_from_results_rows():
     assert math.isnan(m.iloc[1]["revert_rate"])  # a run with no attempts yet
 
 
+def test_with_evidence_flat_means_within_noise_and_the_gap_counts_only_what_noise_cannot_explain():
+    import json
+
+    inconclusive = json.dumps({"verdict": "inconclusive", "basis": None, "dims": {"dim5": {"delta": 0.9, "se": 0.5}}})
+    gained = json.dumps({"verdict": "keep", "basis": "dim5", "dims": {"dim5": {"delta": 1.5, "se": 0.2}}})
+    rows = [
+        dict(timestamp="t1", skill="a", round=0, status="baseline", mode="full", eval_mode="full_test"),
+        # Δ +1.6 looks like movement, but nothing was established beyond noise: flat
+        dict(timestamp="t2", skill="a", round=1, status="revert", mode="full", eval_mode="full_test", delta=1.6, edit_pct=3.0,
+             note="strategy=x; expected=3.0", dim_changed="dim5", evidence=inconclusive),
+        # Δ +0.05 at the same decimal, but a gain was established on dim5: not flat
+        dict(timestamp="t3", skill="a", round=2, status="keep", mode="full", eval_mode="full_test", delta=0.05, edit_pct=3.0,
+             note="strategy=y; expected=3.0", dim_changed="dim5", evidence=gained),
+    ]
+    first = run_metrics(results_frame(rows)).iloc[0]
+    assert first["flat_ratio"] == 0.5
+    # |3.0 − 1.6| − 1.96·0.5·18/10 = 1.4 − 1.764 → 0;  |3.0 − 0.05| − 1.96·0.2·1.8 = 2.95 − 0.7056
+    assert first["assessment_gap"] == pytest.approx((0 + 2.95 - 0.7056) / 2)
+
+
 # --- escalation --------------------------------------------------------------------------------
 
 def run(state: Escalation, pattern: str) -> tuple[Escalation, list[str]]:

@@ -18,11 +18,37 @@ def row(**overrides) -> ResultRow:
     return ResultRow(**values)
 
 
-def test_header_is_exactly_the_documented_columns():
+def test_header_is_the_designs_columns_then_lubans_own_at_the_end():
     assert HEADER.split("\t") == (
         "timestamp commit skill round old_score new_score status dim_changed delta note eval_mode "
-        "judge_count mode edit_pct scores held_out_score"
+        "judge_count mode edit_pct scores held_out_score stop samples bound llm_calls evidence"
     ).split()
+
+
+def test_the_decision_columns_round_trip(tmp_path: Path):
+    results = ResultsFile(tmp_path / "results.tsv")
+    evidence = {"verdict": "keep", "basis": "dim5", "dims": {"dim5": {"n": [8, 12], "delta": 1.2, "lower": 0.31}}}
+    results.append(row(stop="ceiling", samples="8/12", bound=0.558, llm_calls=23, evidence=evidence))
+    back = results.rows()[0]
+    assert (back.stop, back.samples, back.bound, back.llm_calls) == ("ceiling", "8/12", 0.56, 23)
+    assert back.evidence == evidence
+
+
+def test_an_unknown_stop_is_refused():
+    with pytest.raises(InvalidRow, match="stop"):
+        row(stop="gave_up")
+
+
+def test_a_file_in_the_designs_sixteen_columns_still_reads_and_is_upgraded_on_the_next_append(tmp_path: Path):
+    old_header = "\t".join(HEADER.split("\t")[:16])
+    old_line = "\t".join(row().to_line().split("\t")[:16])
+    path = tmp_path / "results.tsv"
+    path.write_text(old_header + "\n" + old_line + "\n", encoding="utf-8")
+    results = ResultsFile(path)
+    assert [r.new_score for r in results.rows()] == [52.0] and results.rows()[0].stop == ""
+    assert results.append(row(round=2, stop="bottleneck")) is None  # an upgrade, not a repair: no backup
+    assert path.read_text(encoding="utf-8").split("\n")[0] == HEADER
+    assert [r.round for r in results.rows()] == [1, 2] and not list(tmp_path.glob("results.tsv.bak*"))
 
 
 def test_row_round_trip_with_one_decimal_and_empty_unknowns(tmp_path: Path):

@@ -1,0 +1,216 @@
+"""Measuring texts for the keep decision: every sample a run takes, and the cache keys that make them its own.
+
+Each measurement (a full evaluation, more judge calls, a held-out grade) is a
+Prefect task whose cache key is everything that could change its answer: the
+text, the skill's files, the test prompts, the mode, the whole model settings
+(both judge models, structured output), the code that scores (a hash of
+``scoring/`` and ``judges/``), the root flow run, and the sample's index for
+that text. So a suspended run that Prefect executes again from the top gets its
+own answers back without paying for them twice, while a later run, another
+code version or the next sample of the same text always asks afresh — a cached
+sample would be the same noise twice, not a new measurement.
+
+The ``Ledger`` holds every sample of every text the run measured, keyed by
+the text's hash: the incumbent's samples accumulate across rounds (a kept
+candidate's samples become the new incumbent's), and the judges' noise is
+pooled over all of them (``scoring.keep_decision.pooled_noise``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from judges.backend import Evaluation
+from judges.sampling import evaluation_samples, resample_samples
+from scoring.keep_decision import Measured, Noise, SamplePlan, pooled, pooled_noise
+from workspace.skill_source import list_files
+
+if TYPE_CHECKING:
+    from flows.context import Run
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+HELD_OUT_SAMPLES = 3  # graded calls per held-out prompt and version: the gate compares means, not one call each
+OFFLINE_NOISE = Noise(0.0, 10**6)  # the offline stand-ins are deterministic: their noise is known to be none
+
+
+@lru_cache(maxsize=4)
+def code_version(root: Path = PACKAGE_ROOT) -> str:
+    """A hash of the code that turns a text into scores: a change to it makes every cached measurement stale."""
+    digest = hashlib.sha256()
+    for package in ("scoring", "judges"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def settings_fingerprint(run: Run) -> dict:
+    """Every model setting that can change an answer (never the key: ``describe`` shows only whether one is set)."""
+    settings = getattr(run.backend, "settings", None)
+    if settings is None:
+        return {"backend": "offline"}
+    return {k: v for k, v in settings.describe().items() if k not in ("api_key", "max_llm_calls", "max_tokens",
+                                                                    "max_concurrency", "timeout_seconds", "max_retries")}
+
+
+def text_id(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def measurement_key(run: Run, kind: str, skill: str, text: str, index: int, **detail) -> str:
+    parts = {"kind": kind, "skill": skill, "text": hashlib.sha256(text.encode("utf-8")).hexdigest(), "index": index,
+             "files": sorted(skill_files(run, skill)), "prompts": [p.model_dump() for p in run.prompts.get(skill, [])],
+             "mode": evaluation_mode(run), "settings": settings_fingerprint(run), "code": code_version(),
+             "run": run.flow_run_id or "no-flow-run", "detail": detail}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def skill_files(run: Run, skill: str) -> frozenset[str]:
+    return list_files(run.workspace.skill_file(skill).parent)
+
+
+def evaluation_mode(run: Run) -> str:
+    return "quick" if run.mode_quality == "quick" else run.mode  # a weak target model: quick evaluation only
+
+
+@dataclass
+class Ledger:
+    """Every sample this run took, by skill and text, and the next index of each kind of measurement."""
+
+    texts: dict[tuple[str, str], Measured] = field(default_factory=dict)
+    held_out: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
+    taken: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+    def next_index(self, kind: str, skill: str, text: str) -> int:
+        key = (kind, skill, text_id(text))
+        self.taken[key] = self.taken.get(key, -1) + 1
+        return self.taken[key]
+
+    def add(self, skill: str, text: str, samples: Measured) -> Measured:
+        key = (skill, text_id(text))
+        self.texts[key] = self.texts.get(key, Measured()).plus(samples)
+        return self.texts[key]
+
+    def of(self, skill: str, text: str) -> Measured:
+        return self.texts.get((skill, text_id(text)), Measured())
+
+    def noise(self) -> dict[str, Noise]:
+        return pooled_noise(self.texts.values())
+
+    def add_held_out(self, skill: str, text: str, values: tuple[float, ...]) -> tuple[float, ...]:
+        key = (skill, text_id(text))
+        self.held_out[key] = self.held_out.get(key, ()) + values
+        return self.held_out[key]
+
+    def held_out_noise(self) -> Noise | None:
+        return pooled(self.held_out.values())
+
+
+def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
+    """A full evaluation (the score card, the gates, dim8), its samples added to the ledger."""
+    return evaluate_ahead(run, skill, text, ever_reverted).result()
+
+
+def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False):
+    """``evaluate`` started in the background; ``.result()`` adds the samples when it is read."""
+    from flows import tasks
+
+    key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text),
+                          ever_reverted=ever_reverted)
+    future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
+                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted)
+    return _Recorded(future, lambda ev: run.ledger.add(skill, text, evaluation_samples(ev)))
+
+
+def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
+    """More judge calls (and dim8 once more) on ``text``, in the background."""
+    from flows import tasks
+
+    if not judges and not dim8:
+        return _Nothing()
+    key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, text), judges=judges,
+                          dim8=dim8)
+    future = tasks.resample.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
+                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8)
+    return _Recorded(future, lambda more: run.ledger.add(skill, text, resample_samples(more)))
+
+
+def measure_both(run: Run, skill: str, incumbent: str, candidate: str, plan: SamplePlan) -> tuple[Measured, Measured]:
+    """One more look: both texts measured side by side, as ``plan`` asks; their samples so far."""
+    first = resample_ahead(run, skill, candidate, plan.candidate_judges, plan.candidate_dim8)
+    second = resample_ahead(run, skill, incumbent, plan.incumbent_judges, plan.incumbent_dim8)
+    first.result(), second.result()
+    return run.ledger.of(skill, incumbent), run.ledger.of(skill, candidate)
+
+
+BASELINE_JUDGE_SAMPLES = 4  # a text's first measurement: enough judge calls that its own spread says something
+
+
+def baseline(run: Run, skill: str, text: str) -> Evaluation:
+    """The kept text's first measurement in a run: a full evaluation plus judge calls up to four samples and dim8
+    once more, so the judges' noise is known (pooled degrees of freedom) before the first edit is decided."""
+    judges_in_evaluation = 1 if evaluation_mode(run) == "quick" else 2
+    evaluation = evaluate_ahead(run, skill, text)
+    more = resample_ahead(run, skill, text, BASELINE_JUDGE_SAMPLES - judges_in_evaluation, True)
+    more.result()
+    return evaluation.result()
+
+
+def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
+    """Fresh held-out grades of ``text`` (HELD_OUT_SAMPLES of them; one offline, where they are exact).
+
+    They join the text's earlier grades in the ledger (for the noise), but the gate compares these: the same
+    text graded now against its baseline grades is how a drifting grader shows."""
+    from flows import tasks
+
+    count = 1 if run.backend.name == "offline" else HELD_OUT_SAMPLES
+    files = skill_files(run, skill)
+    futures = [tasks.held_out.submit(run.backend, measurement_key(run, "held-out", skill, text,
+                                                                  run.ledger.next_index("held-out", skill, text)),
+                                     text, skill, files, run.prompts.get(skill, [])) for _ in range(count)]
+    values = tuple(v for v in (f.result() for f in futures) if v is not None)
+    run.ledger.add_held_out(skill, text, values)
+    return values
+
+
+def noise(run: Run) -> dict[str, Noise]:
+    return run.ledger.noise()
+
+
+def held_out_noise(run: Run) -> Noise | None:
+    return OFFLINE_NOISE if run.backend.name == "offline" else run.ledger.held_out_noise()
+
+
+class CallCounter:
+    """LLM calls made since it was created: what a decision (or a baseline) cost, recorded with it."""
+
+    def __init__(self, run: Run):
+        self.usage = run.backend.usage
+        self.start = self.usage.calls if self.usage else 0
+
+    def spent(self) -> int:
+        return (self.usage.calls - self.start) if self.usage else 0
+
+
+class _Recorded:
+    """A measurement running in the background; ``result()`` waits for it and adds its samples to the ledger, once."""
+
+    def __init__(self, future, record):
+        self.future, self.record, self.value = future, record, None
+
+    def result(self):
+        if self.value is None:
+            self.value = self.future.result()
+            self.record(self.value)
+        return self.value
+
+
+class _Nothing:
+    """Nothing to measure: waits for nothing."""
+
+    def result(self) -> None:
+        return None

@@ -1,0 +1,115 @@
+"""One edit on trial: measure the candidate and the incumbent until the keep decision is made, then say what to do.
+
+``try_edit`` writes nothing but the candidate file and asks no one but the
+judges (and, when the judges disagree by more than three points, the person
+at the checkpoint). What happens to the edit is the ``Trial`` it returns —
+``flows.ratchet.apply`` carries it out, in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from flows import measure
+from flows.context import Run
+from judges.backend import Evaluation
+from judges.llm import BudgetExhausted
+from scoring.keep_decision import Decision, Measured, Verdict, decide, next_samples
+from workspace.rejected_edits import RejectReason
+from workspace.results_tsv import Stop
+
+
+class Outcome(StrEnum):
+    KEEP = "keep"
+    REJECT = "reject"  # rolled back and remembered in rejected_edits.md
+    ABANDON = "abandon"  # rolled back unjudged (the LLM budget ran out): nothing to remember
+
+
+@dataclass(frozen=True)
+class Trial:
+    outcome: Outcome
+    decision: Decision | None = None
+    evaluation: Evaluation | None = None  # the candidate's full evaluation
+    incumbent: Measured = Measured()
+    candidate: Measured = Measured()
+    reason: RejectReason | None = None
+    stop: Stop | None = None  # the skill's loop ends with this round
+    freeze: bool = False
+    why: str = ""
+    calls: int = 0
+
+    @property
+    def kept(self) -> bool:
+        return self.outcome is Outcome.KEEP
+
+    @property
+    def gain(self) -> float:
+        return self.decision.total_delta or 0.0 if self.decision else 0.0
+
+
+def settle(decision: Decision) -> tuple[Outcome, RejectReason | None, Stop | None]:
+    """The keep decision as what the ratchet does: only a confident non-improvement ends the skill."""
+    if decision.verdict is Verdict.KEEP:
+        return Outcome.KEEP, None, None
+    if decision.verdict is Verdict.REVERT:
+        return Outcome.REJECT, RejectReason.SCORE_REGRESSION, Stop.BOTTLENECK
+    return Outcome.REJECT, RejectReason.INCONCLUSIVE, None  # INCONCLUSIVE (or MORE with nothing left to measure)
+
+
+def try_edit(run: Run, skill: str, round_no: int, before: str, after: str, target: str | None,
+             ever_reverted: bool = False) -> Trial:
+    """Measure ``after`` against ``before`` (the kept text) until the decision is made; the gates come first."""
+    calls = measure.CallCounter(run)
+    try:
+        evaluation_ahead = measure.evaluate_ahead(run, skill, after, ever_reverted)
+        fresh = measure.resample_ahead(run, skill, before, run.policy.judges_per_step, False)  # re-measured, every round
+        evaluation = evaluation_ahead.result()
+        fresh.result()
+        gate = _gates(run, skill, round_no, evaluation)
+        if gate is not None:
+            return _with(gate, evaluation=evaluation, calls=calls.spent())
+        min_looks = 2 if evaluation.disagreements else 1  # the person (if any) chose to go on: measure more first
+        decision = _sequential(run, skill, before, after, target, min_looks)
+    except BudgetExhausted as err:
+        return Trial(Outcome.ABANDON, stop=Stop.BUDGET, why=f"LLM budget reached before this edit could be decided: {err}",
+                     calls=calls.spent())
+    outcome, reason, stop = settle(decision)
+    return Trial(outcome, decision, evaluation, run.ledger.of(skill, before), run.ledger.of(skill, after), reason, stop,
+                 why=decision.reason, calls=calls.spent())
+
+
+def _sequential(run: Run, skill: str, before: str, after: str, target: str | None, min_looks: int) -> Decision:
+    """decide → measure what it asks for → decide again, up to the policy's cap."""
+    incumbent, candidate = run.ledger.of(skill, before), run.ledger.of(skill, after)
+    for look in range(1, run.policy.max_looks + 1):
+        decision = decide(incumbent, candidate, measure.noise(run), target, look, run.policy, min_looks)
+        plan = next_samples(decision, incumbent, candidate, run.policy)
+        if decision.verdict is not Verdict.MORE:
+            return decision
+        if plan.empty:  # undecided, and nothing left that more measuring could settle
+            return decide(incumbent, candidate, measure.noise(run), target, run.policy.max_looks, run.policy)
+        incumbent, candidate = measure.measure_both(run, skill, before, after, plan)
+    return decision
+
+
+def _gates(run: Run, skill: str, round_no: int, evaluation: Evaluation) -> Trial | None:
+    """What no amount of measuring changes: a Safety red line, a blocking review, a person's no to a disagreement."""
+    if evaluation.safety_veto:
+        return Trial(Outcome.REJECT, reason=RejectReason.SAFETY_FROZEN, stop=Stop.SAFETY_VETO, freeze=True,
+                     why="a Safety red line was hit")
+    if evaluation.review_blocking:
+        return Trial(Outcome.REJECT, reason=RejectReason.SCORE_REGRESSION, stop=Stop.REVIEW_BLOCKED,
+                     why="the review gate has an open P0 (or three open P1)")
+    if evaluation.disagreements:
+        gap = ", ".join(evaluation.disagreements)
+        answer = run.ask(f"judges-{skill}", f"{skill} round {round_no}: the judges disagree by more than 3 points on "
+                         f"{gap}. Measure this edit further (more judge calls) before deciding?", default_approve=True)
+        if not answer.approved:
+            return Trial(Outcome.REJECT, reason=RejectReason.USER_MANUAL, stop=Stop.DISAGREEMENT,
+                         why=f"judges disagree on {gap}; {answer.answered_by}: {answer.comment or 'not kept'}")
+    return None
+
+
+def _with(trial: Trial, **changes) -> Trial:
+    return replace(trial, **changes)

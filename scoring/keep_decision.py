@@ -1,0 +1,472 @@
+"""The keep decision: is the candidate better than the incumbent beyond judge noise? (RUBRIC.md, "improvement").
+
+A real judge scores the same text differently on every call, so one sample of
+the candidate compared with one sample of the incumbent keeps neutral edits
+about a third of the time. ``decide`` reads every measurement of both texts
+instead, per dimension, and returns KEEP, REVERT, MORE (measure again) or
+INCONCLUSIVE (the cap is reached and the evidence is still short).
+
+The rule, in order:
+
+1. **Worse beyond its noise vetoes.** An exact dimension (rules, formula, an
+   offline heuristic) that fell, or a judged dimension whose one-sided upper
+   bound is below 0, reverts the edit. The veto's 5 % is split over the judged
+   dimensions and the looks, so noise alone rarely vetoes a good edit.
+2. **A gain must be established.** Either an exact dimension rose, or a judged
+   dimension's one-sided lower bound is above 0. The 5 % of the gain test is
+   split over the judged dimensions — half for the edit's target dimension,
+   the rest shared — and over the looks (``look_shares``): a union bound, so
+   the chance that noise alone shows a gain on any dimension at any look is at
+   most 5 %.
+3. **A gain on exact dimensions alone needs the judges' word.** Rule dimensions
+   count keywords; an edit whose only gain is there is kept only if every
+   judged dimension is shown non-inferior: lower bound ≥ −``margin``.
+4. **The total of the means must rise at one decimal**, as the rubric's total does.
+
+Why per dimension and not one bound on the total: an edit moves one or two
+dimensions, while every judged dimension adds its noise to the total. At
+σ = 1 per judge call, a 95 % bound on the total needs 30+ judge calls per
+text to see a one-point gain on an 11-weight dimension; per dimension, about 10.
+
+When no measured dimension has any noise (the offline backend, or judges
+that always agree), every bound is the difference itself and the rule is the
+old one — keep iff the total rises at one decimal — except that a dimension
+that fell vetoes (``benchmarks/judge_noise.py`` measures the false-keep rate).
+
+Noise is the pooled within-text variance of each dimension over every text
+measured in the run (``pooled_noise``): many texts, many degrees of freedom,
+far better than two samples' own spread. Under ``min_df`` degrees of freedom a
+dimension's noise is unknown: it can neither establish a gain nor veto, and
+the flow measures again.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Iterable, Mapping, Sequence
+
+from scoring.formula import round1
+from scoring.model import WEIGHTS
+
+JUDGE_DIMS: tuple[str, ...] = ("dim2", "dim3", "dim5", "dim6")  # one structure-judge call scores all four
+
+
+class Verdict(StrEnum):
+    KEEP = "keep"
+    REVERT = "revert"  # a confident non-improvement: a veto, or nothing rose where nothing is noisy
+    MORE = "more"  # undecided: measure both texts again
+    INCONCLUSIVE = "inconclusive"  # undecided at the cap: reverted, and the skill goes on
+
+
+class DimStatus(StrEnum):
+    GAIN = "gain"
+    LOSS = "loss"  # worse beyond its noise
+    EVEN = "even"  # exact, unchanged
+    WITHIN = "within"  # judged, neither a gain nor a loss yet
+    UNKNOWN = "unknown"  # judged, too few degrees of freedom to know its noise
+    UNMEASURED = "unmeasured"  # measured on one text only
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Every value one text got, per dimension: one per judge call (or per evaluation, for dim8).
+
+    ``exact`` names the dimensions computed without a model (rules, formula,
+    offline heuristics): they hold one value, and it has no noise.
+    """
+
+    values: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    exact: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        for dim, values in self.values:
+            if dim not in WEIGHTS:
+                raise ValueError(f"unknown dimension {dim!r}")
+            if any(not (0 <= v <= 10) or v != v for v in values):
+                raise ValueError(f"{dim}: values must lie in [0, 10], got {values}")
+            if dim in self.exact and len(values) > 1:
+                raise ValueError(f"{dim} is exact and holds one value, got {len(values)}")
+
+    @classmethod
+    def of(cls, values: Mapping[str, Iterable[float]], exact: Iterable[str] = ()) -> Measured:
+        return cls(tuple(sorted((d, tuple(float(v) for v in vs)) for d, vs in values.items() if tuple(vs))), frozenset(exact))
+
+    def samples(self, dim: str) -> tuple[float, ...]:
+        return dict(self.values).get(dim, ())
+
+    def n(self, dim: str) -> int:
+        return len(self.samples(dim))
+
+    def mean(self, dim: str) -> float | None:
+        values = self.samples(dim)
+        return sum(values) / len(values) if values else None
+
+    @property
+    def dims(self) -> frozenset[str]:
+        return frozenset(d for d, _ in self.values)
+
+    def plus(self, more: Measured) -> Measured:
+        """These samples and ``more``'s; an exact dimension takes the newer value (it is the same text)."""
+        merged = {d: list(v) for d, v in self.values}
+        for dim, values in more.values:
+            merged[dim] = list(values) if dim in more.exact else merged.get(dim, []) + list(values)
+        return Measured.of(merged, (self.exact | more.exact) & frozenset(merged))
+
+    def total(self, dims: Iterable[str] | None = None) -> float:
+        """Σ(weight × mean) / 10 over ``dims`` (default: every measured one), at one decimal."""
+        chosen = self.dims if dims is None else frozenset(dims)
+        points = sum(WEIGHTS[d] * (self.mean(d) or 0.0) for d in chosen if self.n(d))
+        return round1(points / 10)
+
+    def means(self) -> dict[str, float]:
+        return {d: round(self.mean(d) or 0.0, 2) for d in sorted(self.dims)}
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A dimension's judge noise: pooled within-text variance, with its degrees of freedom."""
+
+    variance: float
+    df: int
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(self.variance)
+
+
+QUANTUM = 1 / 12  # the variance of rounding to whole points: a judge that answers in integers is never finer than this
+
+
+def pooled(groups: Iterable[Sequence[float]]) -> Noise | None:
+    """Σ squared deviations from each group's own mean over Σ (n − 1); None when no group has two values.
+
+    A group is one text's samples: the spread between texts is what an edit
+    changes, the spread within one text is the judge's noise. A judge that
+    answers in whole points often gives a text the same integer every time and
+    flips at the texts that sit between two: a pooled spread of zero then says
+    "flips are rare", not "never". So when every sample is a whole number the
+    variance is read as at least the rounding's own, 1/12 (Sheppard).
+    """
+    squares, df, whole = 0.0, 0, True
+    for values in groups:
+        if len(values) < 2:
+            continue
+        mean = sum(values) / len(values)
+        squares += sum((v - mean) ** 2 for v in values)
+        df += len(values) - 1
+        whole = whole and all(float(v).is_integer() for v in values)
+    return Noise(max(squares / df, QUANTUM if whole else 0.0), df) if df else None
+
+
+def pooled_noise(texts: Iterable[Measured]) -> dict[str, Noise]:
+    """Each judged dimension's noise, pooled over the texts (``pooled``); exact dimensions have none."""
+    groups: dict[str, list[tuple[float, ...]]] = {}
+    for text in texts:
+        for dim, values in text.values:
+            if dim not in text.exact:
+                groups.setdefault(dim, []).append(values)
+    found = {dim: pooled(values) for dim, values in groups.items()}
+    return {dim: noise for dim, noise in found.items() if noise is not None}
+
+
+def spending(looks: int, last: float = 0.7) -> tuple[float, ...]:
+    """Shares of alpha per look: ``last`` at the cap, the rest evenly before it (a clear gain can stop early)."""
+    return (1.0,) if looks == 1 else tuple([(1 - last) / (looks - 1)] * (looks - 1) + [last])
+
+
+@dataclass(frozen=True)
+class KeepPolicy:
+    """The numbers behind the rule; the defaults are what ``benchmarks/judge_noise.py`` measured."""
+
+    alpha: float = 0.05  # one-sided: the chance that noise alone shows a gain, over all dimensions and looks
+    max_looks: int = 8  # the cap: looks at the evidence before an undecided edit is inconclusive
+    look_shares: tuple[float, ...] = spending(8)  # of alpha, spent at each look (Bonferroni across looks)
+    target_share: float = 0.7  # of each look's alpha, for the dimension the edit says it improves
+    veto_alpha: float = 0.05  # a loss beyond noise, split over the judged dimensions and the looks
+    margin: float = 1.0  # points a judged dimension may lose, at most, for a gain on exact dimensions alone
+    min_effect: float = 0.5  # a gain smaller than this (points on one dimension) is not worth an edit
+    min_df: int = 3  # degrees of freedom before a dimension's noise counts as known
+    judges_per_step: int = 4  # judge calls per text when more is measured
+    max_dim8: int = 2  # dim8 measurements of one text within a decision (two calls per test prompt each)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.alpha < 0.5 or not 0 < self.veto_alpha < 0.5:
+            raise ValueError("alpha and veto_alpha must lie in (0, 0.5)")
+        if self.max_looks < 1 or len(self.look_shares) != self.max_looks:
+            raise ValueError(f"look_shares needs one share per look ({self.max_looks}), got {len(self.look_shares)}")
+        if any(s < 0 for s in self.look_shares) or not math.isclose(sum(self.look_shares), 1.0, abs_tol=1e-9):
+            raise ValueError(f"look_shares must be non-negative and sum to 1, got {self.look_shares}")
+        if not 0 < self.target_share < 1 or self.margin < 0 or self.min_df < 1 or self.judges_per_step < 1:
+            raise ValueError("target_share in (0, 1), margin ≥ 0, min_df ≥ 1 and judges_per_step ≥ 1")
+        if self.max_dim8 < 1:
+            raise ValueError("max_dim8 must be at least 1")
+
+
+@dataclass(frozen=True)
+class DimEvidence:
+    dim: str
+    n: tuple[int, int]  # candidate, incumbent
+    delta: float | None  # mean(candidate) − mean(incumbent)
+    status: DimStatus
+    se: float | None = None  # None: exact (or not measured on both)
+    lower: float | None = None  # the gain test's one-sided bound at this dimension's share of alpha
+    upper: float | None = None  # the veto's bound
+    sd: float | None = None  # the judge noise it was read against
+    df: int | None = None
+
+    def to_json(self) -> dict:
+        out: dict = {"n": list(self.n), "delta": _r(self.delta), "status": self.status.value}
+        for name in ("se", "lower", "upper", "sd"):
+            if getattr(self, name) is not None:
+                out[name] = _r(getattr(self, name))
+        if self.df is not None:
+            out["df"] = self.df
+        return out
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str
+    look: int
+    evidence: tuple[DimEvidence, ...]
+    total_delta: float | None  # the total of the candidate's means − the incumbent's, at one decimal
+    basis: str | None = None  # the dimension that decided it (the gain kept, or the loss vetoed)
+    need: frozenset[str] = field(default_factory=frozenset)  # with MORE: the dimensions worth measuring again
+    target: str | None = None  # the dimension the edit meant to improve
+    rule_only: bool = False  # the gain so far is on exact dimensions alone: every judged one must show non-inferiority
+
+    def of(self, dim: str) -> DimEvidence | None:
+        return next((e for e in self.evidence if e.dim == dim), None)
+
+    @property
+    def bound(self) -> float | None:
+        """The deciding dimension's bound in total points (weight × bound / 10): how much it says, at least."""
+        basis = self.of(self.basis) if self.basis else None
+        if basis is None:
+            return None
+        value = basis.delta if basis.se in (None, 0.0) else (basis.upper if basis.status is DimStatus.LOSS else basis.lower)
+        return None if value is None else round(WEIGHTS[basis.dim] * value / 10, 2)
+
+    def samples(self) -> str:
+        """'candidate/incumbent' samples of the deciding dimension (else of the most-sampled one)."""
+        chosen = self.of(self.basis) if self.basis else None
+        chosen = chosen or max(self.evidence, key=lambda e: sum(e.n), default=None)
+        return f"{chosen.n[0]}/{chosen.n[1]}" if chosen else ""
+
+    def to_json(self) -> dict:
+        return {"verdict": self.verdict.value, "look": self.look, "basis": self.basis, "reason": self.reason,
+                "total_delta": self.total_delta, "dims": {e.dim: e.to_json() for e in self.evidence}}
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+@lru_cache(maxsize=4096)
+def _quantile(p: float, df: int | None) -> float:
+    """The one-sided critical value for error ``p``: Student's t with the noise's df."""
+    from scipy import stats
+
+    if p <= 0:
+        return math.inf
+    return float(stats.t.isf(p, df)) if df else float(stats.norm.isf(p))
+
+
+def _judged_dims(incumbent: Measured, candidate: Measured) -> tuple[str, ...]:
+    both = (incumbent.dims | candidate.dims) - incumbent.exact - candidate.exact
+    return tuple(sorted(both, key=list(WEIGHTS).index))
+
+
+def _gain_alpha(dim: str, target: str | None, judged: tuple[str, ...], look_alpha: float, share: float) -> float:
+    if target not in judged or len(judged) == 1:
+        return look_alpha / max(1, len(judged))
+    return look_alpha * (share if dim == target else (1 - share) / (len(judged) - 1))
+
+
+def evidence(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], target: str | None, look: int,
+             policy: KeepPolicy) -> tuple[DimEvidence, ...]:
+    """Each dimension's difference, with its bounds at this look's share of alpha."""
+    judged = _judged_dims(incumbent, candidate)
+    look_alpha = policy.alpha * policy.look_shares[min(look, policy.max_looks) - 1]
+    veto_alpha = policy.veto_alpha / (max(1, len(judged)) * policy.max_looks)
+    out = []
+    for dim in WEIGHTS:
+        n = (candidate.n(dim), incumbent.n(dim))
+        if n == (0, 0):
+            continue
+        if 0 in n:
+            out.append(DimEvidence(dim, n, None, DimStatus.UNMEASURED))
+            continue
+        delta = (candidate.mean(dim) or 0.0) - (incumbent.mean(dim) or 0.0)
+        if dim not in judged:
+            status = DimStatus.GAIN if delta > 1e-9 else DimStatus.LOSS if delta < -1e-9 else DimStatus.EVEN
+            out.append(DimEvidence(dim, n, delta, status))
+            continue
+        known = noise.get(dim)
+        if known is None or known.df < policy.min_df:
+            out.append(DimEvidence(dim, n, delta, DimStatus.UNKNOWN, df=known.df if known else 0))
+            continue
+        se = known.sd * math.sqrt(1 / n[0] + 1 / n[1])
+        lower = delta - _quantile(_gain_alpha(dim, target, judged, look_alpha, policy.target_share), known.df) * se
+        upper = delta + _quantile(veto_alpha, known.df) * se
+        status = (DimStatus.LOSS if upper < -1e-9 else DimStatus.GAIN if lower > 1e-9
+                  else DimStatus.EVEN if se == 0 and abs(delta) <= 1e-9 else DimStatus.WITHIN)
+        out.append(DimEvidence(dim, n, delta, status, se, lower, upper, known.sd, known.df))
+    return tuple(out)
+
+
+def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], target: str | None = None,
+           look: int = 1, policy: KeepPolicy = KeepPolicy(), min_looks: int = 1) -> Decision:
+    """KEEP, REVERT, MORE or INCONCLUSIVE for the candidate against the incumbent (see the module docstring).
+
+    ``look`` counts from 1; at ``policy.max_looks`` an undecided edit is
+    INCONCLUSIVE. ``min_looks`` holds a verdict back until that look (two judges
+    that disagree by more than three points ask for more samples first).
+    """
+    rows = evidence(incumbent, candidate, noise, target, look, policy)
+    compared = [e.dim for e in rows if e.status is not DimStatus.UNMEASURED]
+    total_delta = round1(candidate.total(compared) - incumbent.total(compared)) if compared else None
+    risen = bool(compared) and round1(candidate.total(compared)) > round1(incumbent.total(compared))
+    call = _verdict(rows, risen, target, noise, look, policy)
+    if call.verdict in (Verdict.KEEP, Verdict.REVERT) and look < min_looks and not _settled(rows):
+        call = _Call(Verdict.MORE, f"{call.reason}; held back: the judges disagreed, so the evidence grows first",
+                     need=frozenset(e.dim for e in rows if e.se))
+    if call.verdict is Verdict.MORE and look >= policy.max_looks:
+        call = _Call(Verdict.INCONCLUSIVE, f"still undecided after {look} look(s): {call.reason}")
+    need = call.need if call.verdict is Verdict.MORE else frozenset()
+    rule_only = any(e.status is DimStatus.GAIN and e.se is None for e in rows) and not any(
+        e.status is DimStatus.GAIN and e.se is not None for e in rows)
+    return Decision(call.verdict, call.reason, look, rows, total_delta, call.basis, need, target, rule_only)
+
+
+@dataclass(frozen=True)
+class _Call:
+    verdict: Verdict
+    reason: str
+    basis: str | None = None
+    need: frozenset[str] = frozenset()
+
+
+def _settled(rows: tuple[DimEvidence, ...]) -> bool:
+    """No dimension has noise left to resolve: exact, or judged with a known zero noise."""
+    return all(e.status not in (DimStatus.UNMEASURED, DimStatus.UNKNOWN) and not e.se for e in rows)
+
+
+def _weighted(e: DimEvidence, value: float | None) -> float:
+    return WEIGHTS[e.dim] * (value or 0.0)
+
+
+def _verdict(rows: tuple[DimEvidence, ...], risen: bool, target: str | None, noise: Mapping[str, Noise], look: int,
+             policy: KeepPolicy) -> _Call:
+    """The rule of the module docstring, step by step; ``need`` names what could still change the answer."""
+    losses = [e for e in rows if e.status is DimStatus.LOSS]
+    if losses:
+        worst = min(losses, key=lambda e: _weighted(e, e.delta))
+        return _Call(Verdict.REVERT, f"{worst.dim} is worse beyond its noise ({worst.delta:+.2f})", worst.dim)
+    if _settled(rows):
+        best = max(rows, key=lambda e: _weighted(e, e.delta), default=None)
+        if risen and best is not None:
+            return _Call(Verdict.KEEP, f"the total rose and no dimension fell ({best.dim} {best.delta:+.2f})", best.dim)
+        return _Call(Verdict.REVERT, "the total did not rise (no measurement is noisy: this is final)")
+    missing = frozenset(e.dim for e in rows if e.status in (DimStatus.UNMEASURED, DimStatus.UNKNOWN))
+    if any(e.status is DimStatus.UNMEASURED for e in rows):
+        return _Call(Verdict.MORE, f"{', '.join(sorted(missing))} not measured on both texts", need=missing)
+    judged_gains = [e for e in rows if e.status is DimStatus.GAIN and e.se is not None]
+    exact_gains = [e for e in rows if e.status is DimStatus.GAIN and e.se is None]
+    within = frozenset(e.dim for e in rows if e.status is DimStatus.WITHIN)
+    if judged_gains and risen:
+        best = max(judged_gains, key=lambda e: _weighted(e, e.lower))
+        return _Call(Verdict.KEEP, f"{best.dim} gained beyond its noise (lower bound {best.lower:+.2f})", best.dim)
+    if judged_gains or (exact_gains and not risen):
+        return _Call(Verdict.MORE, "a gain, but the total of the means did not rise", need=within | missing)
+    if exact_gains:
+        short = _not_shown_non_inferior(rows, noise, look, policy)
+        if not short:
+            best = max(exact_gains, key=lambda e: _weighted(e, e.delta))
+            return _Call(Verdict.KEEP, f"{best.dim} rose and no judged dimension is more than {policy.margin:g} "
+                                       "point(s) worse", best.dim)
+        return _Call(Verdict.MORE, f"a gain on exact dimensions only: {', '.join(short)} not yet shown within "
+                                   f"{policy.margin:g} point(s)", need=frozenset(short))
+    rising = frozenset(e.dim for e in rows if e.status in (DimStatus.WITHIN, DimStatus.UNKNOWN) and (e.delta or 0) > 0)
+    if missing:
+        return _Call(Verdict.MORE, f"the judges' noise on {', '.join(sorted(missing))} is not known yet", need=missing | rising)
+    if rising:
+        return _Call(Verdict.MORE, f"no gain beyond noise yet ({', '.join(sorted(rising))} rising)",
+                     need=rising | (within & {target} if target else frozenset()))
+    if all(e.se is None or (e.delta or 0) + _quantile(policy.alpha, e.df) * e.se < policy.min_effect for e in rows):
+        return _Call(Verdict.REVERT, f"no dimension rose, and none can have risen by {policy.min_effect:g} point(s) "
+                                     "(every upper bound is below it)")
+    return _Call(Verdict.INCONCLUSIVE, "no dimension moved up")
+
+
+def _not_shown_non_inferior(rows, noise: Mapping[str, Noise], look: int, policy: KeepPolicy) -> list[str]:
+    """Judged dimensions whose lower bound (at this look's share of alpha) is below −margin, or whose noise is unknown."""
+    look_alpha = policy.alpha * policy.look_shares[min(look, policy.max_looks) - 1]
+    short = []
+    for e in rows:
+        if e.se is None and e.status is not DimStatus.UNKNOWN:
+            continue
+        if e.status is DimStatus.UNKNOWN or e.delta is None or e.se is None:
+            short.append(e.dim)
+        elif e.delta - _quantile(look_alpha, noise[e.dim].df) * e.se < -policy.margin:
+            short.append(e.dim)
+    return short
+
+
+@dataclass(frozen=True)
+class SamplePlan:
+    """What to measure next: judge calls per text, and whether to measure dim8 again on each."""
+
+    candidate_judges: int = 0
+    incumbent_judges: int = 0
+    candidate_dim8: bool = False
+    incumbent_dim8: bool = False
+
+    @property
+    def empty(self) -> bool:
+        return not (self.candidate_judges or self.incumbent_judges or self.candidate_dim8 or self.incumbent_dim8)
+
+
+def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, policy: KeepPolicy = KeepPolicy()) -> SamplePlan:
+    """Where more measurements shrink the undecided bounds the most per call.
+
+    The variance of a difference is σ²(1/n_c + 1/n_i): a sample on the side with
+    fewer helps most, so the incumbent (whose samples accumulate across rounds)
+    is measured only while it has fewer than the candidate will. dim8 costs two
+    calls per test prompt, so each text gets it at most ``max_dim8`` times.
+    """
+    if decision.verdict is not Verdict.MORE:
+        return SamplePlan()
+    candidate_judges = incumbent_judges = 0
+    if decision.need & set(JUDGE_DIMS):
+        judges = policy.judges_per_step
+        counts = [(candidate.n(d), incumbent.n(d)) for d in JUDGE_DIMS if d in decision.need]
+        n_c, n_i = max(c for c, _ in counts), min(i for _, i in counts)
+        candidate_judges, incumbent_judges = judges, (judges if n_i < n_c + judges else 0)
+    # dim8 is measured again only where it can decide — the edit's target, or a bound the rule needs — and at most
+    # max_dim8 times a text; while its noise is unknown it is measured regardless, or it could never count at all
+    evidence8 = decision.of("dim8")
+    unknown = evidence8 is None or evidence8.status in (DimStatus.UNKNOWN, DimStatus.UNMEASURED)
+    dim8 = "dim8" in decision.need and (unknown or decision.target == "dim8" or decision.rule_only)
+    cap = max(policy.max_dim8, candidate.n("dim8") + 1) if unknown else policy.max_dim8
+    return SamplePlan(candidate_judges, incumbent_judges, dim8 and candidate.n("dim8") < cap,
+                      dim8 and incumbent.n("dim8") < min(candidate.n("dim8") + 1, cap))
+
+
+def compare_means(before: tuple[float, ...], after: tuple[float, ...], noise: Noise | None, alpha: float = 0.05,
+                  min_df: int = 3) -> tuple[float, float | None]:
+    """(after − before, the one-sided upper bound of that difference); the bound is None when the noise is unknown.
+
+    The held-out gate reads a decline as real only when this upper bound is
+    below 0: the same measured noise as the keep decision, not one graded call each.
+    """
+    if not before or not after:
+        raise ValueError("both sides need at least one measurement")
+    delta = sum(after) / len(after) - sum(before) / len(before)
+    if noise is None or noise.df < min_df:
+        return delta, None
+    return delta, delta + _quantile(alpha, noise.df) * noise.sd * math.sqrt(1 / len(after) + 1 / len(before))
