@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser bench-score bench-loop
+.PHONY: test demo install clean browser bench-score bench-loop bench-noise
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ bench-score: $(BENCH_STAMP)
 
 bench-loop: $(STAMP)
 	$(BIN)/python benchmarks/loop_overhead.py
+
+# False-keep and true-keep rates of the keep decision against noisy loopback judges, through the real flow.
+bench-noise: $(STAMP)
+	$(BIN)/python benchmarks/judge_noise.py
 
 # The Prefect UI test drives Debian's chromium; as root (CI) it is installed when missing.
 browser:

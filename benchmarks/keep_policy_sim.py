@@ -118,7 +118,9 @@ def one_decision(rng: random.Random, sigma: float, noise: str, kind: str, policy
     judge = Judge(sigma, noise, rng, whole)
     incumbent_text = random_text(rng, sigma, noise)
     effect = rng.choice(EFFECT_DIMS)
-    candidate_text = incumbent_text if kind == "neutral" else incumbent_text.moved(effect, 1.0 if kind == "helpful" else -1.0)
+    candidate_text = incumbent_text if kind == "neutral" else incumbent_text.moved(effect, 1.0 if kind != "harmful" else -1.0)
+    if kind == "trade":  # +1 on the target, −1.5 on another judged dimension: worse in total when that one weighs as much
+        candidate_text = candidate_text.moved(rng.choice([d for d in JUDGE_DIMS if d != effect]), -1.5)
     if noise == "text-bias":
         candidate_text = Text(candidate_text.quality, rng.gauss(0, sigma / 2))
     target = "dim8" if effect == "accuracy" else effect
@@ -149,7 +151,9 @@ def one_decision(rng: random.Random, sigma: float, noise: str, kind: str, policy
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    options.add_argument("--decisions", type=int, default=600, help="decisions per σ (a third of each kind)")
+    options.add_argument("--decisions", type=int, default=600, help="decisions per σ (the kinds in turn)")
+    options.add_argument("--kinds", default="neutral,helpful,harmful",
+                         help="edit kinds to mix; 'trade' is +1 on one judged dimension and −1.5 on another")
     options.add_argument("--seed", type=int, default=7)
     options.add_argument("--noise", choices=("gauss", "heavy", "text-bias"), default="gauss")
     options.add_argument("--whole", action="store_true", help="judges answer in whole points, as LLMs do")
@@ -162,9 +166,10 @@ def main() -> None:
           f"per σ, pool of {args.pool} other texts{', targets misdeclared' if args.misdeclared else ''}")
     print(f"{'σ':>4}  {'false keeps (kept / not truly better)':<40}{'true keeps (kept / truly better)':<40}"
           f"{'harmful kept':<14}calls/decision")
+    kinds = args.kinds.split(",")
     for sigma in (float(s) for s in args.sigmas.split(",")):
         rng = random.Random(f"{args.seed}-{sigma}")
-        outcomes = [one_decision(rng, sigma, args.noise, ("neutral", "helpful", "harmful")[i % 3], policy, args.pool,
+        outcomes = [one_decision(rng, sigma, args.noise, kinds[i % len(kinds)], policy, args.pool,
                                  args.misdeclared, args.whole) for i in range(args.decisions)]
         false_n = [o for o in outcomes if not o[1]]
         true_n = [o for o in outcomes if o[1]]
@@ -172,6 +177,9 @@ def main() -> None:
         calls = sum(o[3] for o in outcomes) / len(outcomes)
         print(f"{sigma:>4g}  {rate(sum(o[2] for o in false_n), len(false_n)):<40}"
               f"{rate(sum(o[2] for o in true_n), len(true_n)):<40}{harmful_kept:<14}{calls:.1f}")
+        if len(kinds) > 1:
+            print("      by kind: " + ", ".join(f"{k} {sum(o[2] for o in outcomes if o[0] == k)}/"
+                                               f"{sum(o[0] == k for o in outcomes)} kept" for k in kinds))
 
 
 if __name__ == "__main__":

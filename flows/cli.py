@@ -112,7 +112,8 @@ def history(
         typer.echo(repair.message(path), err=True)
     frame = results.frame().iloc[::-1]
     table = Table(title=f"{skill} — {mode} mode, newest first", title_justify="left")
-    columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "eval_mode", "note"]
+    columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "stop", "samples", "bound",
+               "llm_calls", "eval_mode", "note"]
     for column in columns:
         table.add_column(column, overflow="fold")
     for _, row in frame.iterrows():

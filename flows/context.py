@@ -53,10 +53,10 @@ class SkillOutcome:
     reverted: int = 0
     held_out_fail: bool = False
 
-    def after_round(self, outcome: str, total: float, rounds: int) -> SkillOutcome:
-        """This outcome after one more round that ended in ``outcome`` (keep / reject / abandon)."""
-        return SkillOutcome(self.skill, self.before, total, rounds, self.stop, self.kept + (outcome == "keep"),
-                            self.reverted + (outcome == "reject"), self.held_out_fail)
+    def after_round(self, kept: bool, reverted: bool, total: float, rounds: int) -> SkillOutcome:
+        """This outcome after one more round: its edit kept, reverted (or neither: abandoned unjudged)."""
+        return SkillOutcome(self.skill, self.before, total, rounds, self.stop, self.kept + kept, self.reverted + reverted,
+                            self.held_out_fail)
 
 
 @dataclass

@@ -153,7 +153,7 @@ def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
 def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:
     path = run.workspace.rejected_edits(skill)
     if not path.exists():
-        reverts = [r for r in ResultsFile(run.workspace.results_tsv(skill)).rows() if r.status == "revert"]
+        reverts = [r for r in ResultsFile(run.workspace.results_tsv(skill)).rows() if r.status == Status.REVERT]
         if reverts:
             run.notices.append(f"{skill}: rejected_edits.md was missing; rebuilt it from {len(reverts)} revert row(s)")
             buffer = rejected_edits.rebuild_from_results(skill, run.started.isoformat(), reverts)
@@ -261,7 +261,7 @@ def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | 
     from scoring.notes import parse_note
 
     rows = run.results(skill).rows()
-    starts = [i for i, r in enumerate(rows) if r.status == "baseline"]
+    starts = [i for i, r in enumerate(rows) if r.status == Status.BASELINE]
     if not starts or rows[starts[-1]].new_score is None:
         return None
     this = rows[starts[-1]:]

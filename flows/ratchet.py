@@ -49,7 +49,8 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
         ahead = propose_ahead(run, skill, proposal.edited_text, trial.evaluation) \
             if trial.kept and small_gains < 2 and round_no < last_round else None  # type: ignore[arg-type]
         apply(run, skill, round_no, proposal, trial)
-        outcome = outcome.after_round(trial.outcome, run.incumbent_total(skill), round_no - start_round + 1)
+        outcome = outcome.after_round(trial.kept, trial.outcome is Outcome.REJECT, run.incumbent_total(skill),
+                                      round_no - start_round + 1)
         on_round(skill, round_no, trial.decision.verdict.value if trial.decision else trial.outcome.value)
         stop = trial.stop or (Stop.CEILING if small_gains >= 2 else None)
         if stop is not None:

@@ -10,7 +10,7 @@ import pytest
 from flows.measure import HELD_OUT_SAMPLES
 from flows.optimize import optimize_skills
 from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, reply
-from tests.support.scripted_llm import LubanResponder, kind_of, messages_json
+from tests.support.scripted_llm import LubanResponder, kind_of, messages_json, skill_in
 from workspace import meta_learnings, profile, rejected_edits
 from workspace.results_tsv import ResultsFile
 
@@ -79,9 +79,14 @@ def test_full_mode_over_http_judges_twice_and_measures(example_skills: Path, mon
 
 def test_step_b_overfitting_rolls_back_rejects_and_tightens(example_skills: Path, monkeypatch):
     original = (example_skills / "pr-review" / "SKILL.md").read_text()
-    result, _ = run_online(example_skills, monkeypatch, GateResponder(held_after=7))
+    result, server = run_online(example_skills, monkeypatch, GateResponder(held_after=7))
     repo = git.Repo(example_skills)
     assert any(c.message.startswith("held-out-rollback: pr-review") for c in repo.iter_commits())
+    # Step B measures the restored version afresh: judge calls on it after Phase 3's first held-out grade
+    requests = server.chat_requests()
+    phase_3 = next(i for i, r in enumerate(requests) if kind_of(r) == "grade" and HELD_OUT in messages_json(r)
+                   and "[edited]" in messages_json(r))
+    assert any(kind_of(r) == "judge" and skill_in(r) == original for r in requests[phase_3:])
     assert (example_skills / "pr-review" / "SKILL.md").read_text() == original
     workspace = example_skills.parent / "luban-workspace"
     buffer = rejected_edits.load(workspace / "full" / "pr-review" / "rejected_edits.md", "pr-review", "")
