@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT_SAMPLES = 3  # graded calls per held-out prompt and version: the gate compares means, not one call each
+BASELINE_JUDGE_SAMPLES = 4  # a kept text's first measurement: enough judge calls that its own spread says something
 OFFLINE_NOISE = Noise(0.0, 10**6)  # the offline stand-ins are deterministic: their noise is known to be none
 
 
@@ -145,9 +146,6 @@ def measure_both(run: Run, skill: str, incumbent: str, candidate: str, plan: Sam
     second = resample_ahead(run, skill, incumbent, plan.incumbent_judges, plan.incumbent_dim8)
     first.result(), second.result()
     return run.ledger.of(skill, incumbent), run.ledger.of(skill, candidate)
-
-
-BASELINE_JUDGE_SAMPLES = 4  # a text's first measurement: enough judge calls that its own spread says something
 
 
 def baseline(run: Run, skill: str, text: str) -> Evaluation:

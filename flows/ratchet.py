@@ -45,7 +45,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
             outcome.stop = stop
             break
         trial = attempt(run, skill, round_no, text, proposal)
-        small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0 if trial.kept else small_gains
+        small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0  # kept rounds in a row
         ahead = propose_ahead(run, skill, proposal.edited_text, trial.evaluation) \
             if trial.kept and small_gains < 2 and round_no < last_round else None  # type: ignore[arg-type]
         apply(run, skill, round_no, proposal, trial)

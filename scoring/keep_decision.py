@@ -43,13 +43,16 @@ the flow measures again.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping
 
 from scoring.formula import round1
 from scoring.model import WEIGHTS
+from scoring.samples import Measured, Noise, compare_means, pooled, pooled_noise, quantile
+
+__all__ = ["JUDGE_DIMS", "Decision", "DimEvidence", "DimStatus", "KeepPolicy", "Measured", "Noise", "SamplePlan",
+           "Verdict", "compare_means", "decide", "evidence", "next_samples", "pooled", "pooled_noise", "spending"]
 
 JUDGE_DIMS: tuple[str, ...] = ("dim2", "dim3", "dim5", "dim6")  # one structure-judge call scores all four
 
@@ -68,108 +71,6 @@ class DimStatus(StrEnum):
     WITHIN = "within"  # judged, neither a gain nor a loss yet
     UNKNOWN = "unknown"  # judged, too few degrees of freedom to know its noise
     UNMEASURED = "unmeasured"  # measured on one text only
-
-
-@dataclass(frozen=True)
-class Measured:
-    """Every value one text got, per dimension: one per judge call (or per evaluation, for dim8).
-
-    ``exact`` names the dimensions computed without a model (rules, formula,
-    offline heuristics): they hold one value, and it has no noise.
-    """
-
-    values: tuple[tuple[str, tuple[float, ...]], ...] = ()
-    exact: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        for dim, values in self.values:
-            if dim not in WEIGHTS:
-                raise ValueError(f"unknown dimension {dim!r}")
-            if any(not (0 <= v <= 10) or v != v for v in values):
-                raise ValueError(f"{dim}: values must lie in [0, 10], got {values}")
-            if dim in self.exact and len(values) > 1:
-                raise ValueError(f"{dim} is exact and holds one value, got {len(values)}")
-
-    @classmethod
-    def of(cls, values: Mapping[str, Iterable[float]], exact: Iterable[str] = ()) -> Measured:
-        return cls(tuple(sorted((d, tuple(float(v) for v in vs)) for d, vs in values.items() if tuple(vs))), frozenset(exact))
-
-    def samples(self, dim: str) -> tuple[float, ...]:
-        return dict(self.values).get(dim, ())
-
-    def n(self, dim: str) -> int:
-        return len(self.samples(dim))
-
-    def mean(self, dim: str) -> float | None:
-        values = self.samples(dim)
-        return sum(values) / len(values) if values else None
-
-    @property
-    def dims(self) -> frozenset[str]:
-        return frozenset(d for d, _ in self.values)
-
-    def plus(self, more: Measured) -> Measured:
-        """These samples and ``more``'s; an exact dimension takes the newer value (it is the same text)."""
-        merged = {d: list(v) for d, v in self.values}
-        for dim, values in more.values:
-            merged[dim] = list(values) if dim in more.exact else merged.get(dim, []) + list(values)
-        return Measured.of(merged, (self.exact | more.exact) & frozenset(merged))
-
-    def total(self, dims: Iterable[str] | None = None) -> float:
-        """Σ(weight × mean) / 10 over ``dims`` (default: every measured one), at one decimal."""
-        chosen = self.dims if dims is None else frozenset(dims)
-        points = sum(WEIGHTS[d] * (self.mean(d) or 0.0) for d in chosen if self.n(d))
-        return round1(points / 10)
-
-    def means(self) -> dict[str, float]:
-        return {d: round(self.mean(d) or 0.0, 2) for d in sorted(self.dims)}
-
-
-@dataclass(frozen=True)
-class Noise:
-    """A dimension's judge noise: pooled within-text variance, with its degrees of freedom."""
-
-    variance: float
-    df: int
-
-    @property
-    def sd(self) -> float:
-        return math.sqrt(self.variance)
-
-
-QUANTUM = 1 / 12  # the variance of rounding to whole points: a judge that answers in integers is never finer than this
-
-
-def pooled(groups: Iterable[Sequence[float]]) -> Noise | None:
-    """Σ squared deviations from each group's own mean over Σ (n − 1); None when no group has two values.
-
-    A group is one text's samples: the spread between texts is what an edit
-    changes, the spread within one text is the judge's noise. A judge that
-    answers in whole points often gives a text the same integer every time and
-    flips at the texts that sit between two: a pooled spread of zero then says
-    "flips are rare", not "never". So when every sample is a whole number the
-    variance is read as at least the rounding's own, 1/12 (Sheppard).
-    """
-    squares, df, whole = 0.0, 0, True
-    for values in groups:
-        if len(values) < 2:
-            continue
-        mean = sum(values) / len(values)
-        squares += sum((v - mean) ** 2 for v in values)
-        df += len(values) - 1
-        whole = whole and all(float(v).is_integer() for v in values)
-    return Noise(max(squares / df, QUANTUM if whole else 0.0), df) if df else None
-
-
-def pooled_noise(texts: Iterable[Measured]) -> dict[str, Noise]:
-    """Each judged dimension's noise, pooled over the texts (``pooled``); exact dimensions have none."""
-    groups: dict[str, list[tuple[float, ...]]] = {}
-    for text in texts:
-        for dim, values in text.values:
-            if dim not in text.exact:
-                groups.setdefault(dim, []).append(values)
-    found = {dim: pooled(values) for dim, values in groups.items()}
-    return {dim: noise for dim, noise in found.items() if noise is not None}
 
 
 def spending(looks: int, last: float = 0.7) -> tuple[float, ...]:
@@ -266,16 +167,6 @@ def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-@lru_cache(maxsize=4096)
-def _quantile(p: float, df: int | None) -> float:
-    """The one-sided critical value for error ``p``: Student's t with the noise's df."""
-    from scipy import stats
-
-    if p <= 0:
-        return math.inf
-    return float(stats.t.isf(p, df)) if df else float(stats.norm.isf(p))
-
-
 def _judged_dims(incumbent: Measured, candidate: Measured) -> tuple[str, ...]:
     both = (incumbent.dims | candidate.dims) - incumbent.exact - candidate.exact
     return tuple(sorted(both, key=list(WEIGHTS).index))
@@ -311,8 +202,8 @@ def evidence(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise
             out.append(DimEvidence(dim, n, delta, DimStatus.UNKNOWN, df=known.df if known else 0))
             continue
         se = known.sd * math.sqrt(1 / n[0] + 1 / n[1])
-        lower = delta - _quantile(_gain_alpha(dim, target, judged, look_alpha, policy.target_share), known.df) * se
-        upper = delta + _quantile(veto_alpha, known.df) * se
+        lower = delta - quantile(_gain_alpha(dim, target, judged, look_alpha, policy.target_share), known.df) * se
+        upper = delta + quantile(veto_alpha, known.df) * se
         status = (DimStatus.LOSS if upper < -1e-9 else DimStatus.GAIN if lower > 1e-9
                   else DimStatus.EVEN if se == 0 and abs(delta) <= 1e-9 else DimStatus.WITHIN)
         out.append(DimEvidence(dim, n, delta, status, se, lower, upper, known.sd, known.df))
@@ -397,7 +288,7 @@ def _verdict(rows: tuple[DimEvidence, ...], risen: bool, target: str | None, noi
     if rising:
         return _Call(Verdict.MORE, f"no gain beyond noise yet ({', '.join(sorted(rising))} rising)",
                      need=rising | (within & {target} if target else frozenset()))
-    if all(e.se is None or (e.delta or 0) + _quantile(policy.alpha, e.df) * e.se < policy.min_effect for e in rows):
+    if all(e.se is None or (e.delta or 0) + quantile(policy.alpha, e.df) * e.se < policy.min_effect for e in rows):
         return _Call(Verdict.REVERT, f"no dimension rose, and none can have risen by {policy.min_effect:g} point(s) "
                                      "(every upper bound is below it)")
     return _Call(Verdict.INCONCLUSIVE, "no dimension moved up")
@@ -412,7 +303,7 @@ def _not_shown_non_inferior(rows, noise: Mapping[str, Noise], look: int, policy:
             continue
         if e.status is DimStatus.UNKNOWN or e.delta is None or e.se is None:
             short.append(e.dim)
-        elif e.delta - _quantile(look_alpha, noise[e.dim].df) * e.se < -policy.margin:
+        elif e.delta - quantile(look_alpha, noise[e.dim].df) * e.se < -policy.margin:
             short.append(e.dim)
     return short
 
@@ -455,18 +346,3 @@ def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, p
     cap = max(policy.max_dim8, candidate.n("dim8") + 1) if unknown else policy.max_dim8
     return SamplePlan(candidate_judges, incumbent_judges, dim8 and candidate.n("dim8") < cap,
                       dim8 and incumbent.n("dim8") < min(candidate.n("dim8") + 1, cap))
-
-
-def compare_means(before: tuple[float, ...], after: tuple[float, ...], noise: Noise | None, alpha: float = 0.05,
-                  min_df: int = 3) -> tuple[float, float | None]:
-    """(after − before, the one-sided upper bound of that difference); the bound is None when the noise is unknown.
-
-    The held-out gate reads a decline as real only when this upper bound is
-    below 0: the same measured noise as the keep decision, not one graded call each.
-    """
-    if not before or not after:
-        raise ValueError("both sides need at least one measurement")
-    delta = sum(after) / len(after) - sum(before) / len(before)
-    if noise is None or noise.df < min_df:
-        return delta, None
-    return delta, delta + _quantile(alpha, noise.df) * noise.sd * math.sqrt(1 / len(after) + 1 / len(before))
