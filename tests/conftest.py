@@ -14,8 +14,8 @@ CORPUS = Path(os.environ.get("LUBAN_CORPUS", REPO_ROOT.parent / "shared" / "corp
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
-    if not CORPUS.is_dir():
-        pytest.fail(f"public skill corpus not found at {CORPUS}; set LUBAN_CORPUS to its path")
+    if not CORPUS.is_dir():  # a clone on its own has no ../shared: these tests need real public skills, nothing else does
+        pytest.skip(f"public skill corpus not found at {CORPUS}; set LUBAN_CORPUS to a folder of <collection>/<skill>/SKILL.md")
     return CORPUS
 
 
