@@ -178,6 +178,8 @@ def optimize(
     budget: float = typer.Option(0.10, "--budget", help="Edit budget: Levenshtein distance ≤ budget × file length."),
     workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
     init_git: bool = typer.Option(False, "--init-git", help="Make the skills directory a git repository first (full mode)."),
+    allow_rename: bool = typer.Option(False, "--allow-rename",
+                                      help="Let an edit change a skill's frontmatter name (runtimes invoke skills by it)."),
     resume: bool = typer.Option(False, "--resume", help="Continue after a stop (kept edits and rejected edits are on disk)."),
     approval_timeout: int = typer.Option(3600, "--approval-timeout", help="Seconds a ui checkpoint waits."),
     judge_model: Optional[str] = typer.Option(None, "--judge-model"),
@@ -194,6 +196,7 @@ def optimize(
     try:
         result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,  # type: ignore[arg-type]
                                  max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
+                                 allow_rename=allow_rename,
                                  resume=resume, approval_timeout=approval_timeout,
                                  llm=_llm_flags(judge_model, target_model, editor_model, max_llm_calls))
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line

@@ -40,6 +40,7 @@ class RunOptions:
     seed: int = 20261202
     llm: dict[str, Any] = field(default_factory=dict)  # model names, limits; never the API key
     evaluate_only: bool = False  # Phases 0–1: no branch, no snapshot, nothing edited
+    allow_rename: bool = False  # a person's opt-in: an edit may change the frontmatter name (runtimes invoke by it)
 
 
 @dataclass
@@ -87,6 +88,7 @@ class Run:
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
     asked: dict[str, int] = field(default_factory=dict)  # checkpoint name → times asked (keys must be unique)
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
+    inserted: dict[str, str] = field(default_factory=dict)  # a kept edit's inserted block (normalized) → its skill
     policy: KeepPolicy = field(default_factory=KeepPolicy)
 
     def incumbent(self, skill: str) -> Measured:
@@ -135,7 +137,7 @@ class Run:
                    measured: Measured | None = None, before: Measured | None = None, decision: KeepDecision | None = None,
                    calls: int | None = None, stop: Stop | None = None, old: float | None = None, dim: str = "",
                    facts: dict[str, Any] | None = None, text: str = "", edit_pct: float | None = None,
-                   held_out: float | None = None) -> ResultRow:
+                   held_out: float | None = None, diff: str = "") -> ResultRow:
         """A row from what was measured: totals are the means of every sample (not one evaluation's), and a
         decision's evidence — samples, Δ, bound, calls — goes into its own columns."""
         facts = dict(facts or {})
@@ -154,7 +156,7 @@ class Run:
             eval_mode=evaluation.eval_mode if evaluation else "", judge_count=evaluation.judge_count if evaluation else None,
             edit_pct=edit_pct, scores=scores, held_out_score=held_out, stop=stop.value if stop else "",
             samples=decision.samples() if decision else "", bound=decision.bound if decision else None,
-            llm_calls=calls, evidence=_evidence(decision, self),
+            llm_calls=calls, evidence=_evidence(decision, self, diff),
         )
 
 
@@ -168,12 +170,14 @@ def _scores(evaluation: Evaluation | None, measured: Measured | None) -> dict[st
     return out
 
 
-def _evidence(decision: KeepDecision | None, run: Run) -> dict[str, Any] | None:
-    """The decision per dimension, with the judge noise it was read against and which judge model that is."""
+def _evidence(decision: KeepDecision | None, run: Run, diff: str = "") -> dict[str, Any] | None:
+    """The decision per dimension, with the judge noise it was read against, which judge model that is, and the
+    lines the edit changed."""
     if decision is None:
         return None
     settings = getattr(run.backend, "settings", None)
-    return decision.to_json() | {"judge_model": settings.judge_model if settings else "offline (exact heuristics)"}
+    out = decision.to_json() | {"judge_model": settings.judge_model if settings else "offline (exact heuristics)"}
+    return out | {"diff": diff} if diff else out
 
 
 def _unscored_facts(evaluation: Evaluation, skill: str) -> dict[str, str]:

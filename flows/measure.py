@@ -116,14 +116,15 @@ def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Ev
     return evaluate_ahead(run, skill, text, ever_reverted).result()
 
 
-def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False):
-    """``evaluate`` started in the background; ``.result()`` adds the samples when it is read."""
+def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False, diff: str = ""):
+    """``evaluate`` started in the background; ``.result()`` adds the samples when it is read.
+    ``diff``: what changed since the kept version, for the review gate to see."""
     from flows import tasks
 
     key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text),
-                          ever_reverted=ever_reverted)
+                          ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest())
     future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted)
+                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff)
     return _Recorded(future, lambda ev: run.ledger.add(skill, text, evaluation_samples(ev)))
 
 

@@ -106,7 +106,8 @@ def phase_6(ref: RunRef) -> list[str]:
 
 
 def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str, max_rounds: int | None, budget: float,
-             workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None) -> RunOptions:
+             workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None,
+             allow_rename: bool = False) -> RunOptions:
     if mode not in ("quick", "full", "auto"):
         raise ValueError(f"mode must be quick, full or auto, not {mode!r}")
     if approval not in ("ui", "auto", "cli"):
@@ -116,7 +117,7 @@ def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str
     if llm and "api_key" in llm:
         raise ValueError("never pass the API key as a parameter (it would be stored with the run); set OPENAI_API_KEY")
     return RunOptions(skills_dir, tuple(skills or ()), mode, approval, max_rounds, budget, workspace, init_git, resume,  # type: ignore[arg-type]
-                      approval_timeout, llm=dict(llm or {}))
+                      approval_timeout, llm=dict(llm or {}), allow_rename=allow_rename)
 
 
 def _lock_path(options: RunOptions):
@@ -139,9 +140,10 @@ def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, 
 def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "auto", approval: Approval = "auto",
                     max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
                     init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
-                    llm: dict[str, Any] | None = None) -> dict[str, Any]:
+                    llm: dict[str, Any] | None = None, allow_rename: bool = False) -> dict[str, Any]:
     """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6)."""
-    options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume, approval_timeout, llm)
+    options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume, approval_timeout, llm,
+                       allow_rename)
     with WorkspaceLock(_lock_path(options)) as lock, run_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())

@@ -190,6 +190,10 @@ def held_out_gate(run: Run) -> None:
         base = _baseline_held_out(run, skill)
         now = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
         held_delta = _decline(run, skill, base, now)
+        if base and now:
+            run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
+                               f"now ({len(base)} and {len(now)} graded call(s)): "
+                               f"{'declined beyond noise' if held_delta is not None else 'no decline beyond noise'}")
         if held_delta is None:
             step_b_streak = 0
             continue

@@ -25,6 +25,8 @@ def report(run: Run) -> Path:
         notices.append(_counter_example_6(run))
     if run.stopped:
         notices.append(f"run stopped early: {run.stopped}")
+    if run.backend.name == "offline":
+        notices += _needs_a_model(run)
     facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.consumer_baseline,
                      usage=usage, alerts=tuple(run.alerts), notices=tuple(notices))
@@ -43,6 +45,19 @@ def report(run: Run) -> Path:
         get_run_logger().info("results.tsv %s round %s: %s %s→%s %s", row["skill"], row["round"], row["status"],
                               row["old_score"], row["new_score"], row["note"][:120])
     return md_path
+
+
+def _needs_a_model(run: Run) -> list[str]:
+    """Offline, Luban only makes mechanical fixes: say, per skill, which dimensions under full marks need a model."""
+    from judges.offline_strategies import MECHANICAL, dims_needing_a_model
+
+    found = []
+    for skill in sorted(set(run.outcomes) | set(run.baselines)):
+        need = dims_needing_a_model(run.incumbent(skill).means())
+        if need:
+            found.append(f"{skill}: {', '.join(need)} need a model (set OPENAI_API_KEY or OPENAI_BASE_URL); offline, "
+                         f"Luban makes only mechanical fixes ({', '.join(MECHANICAL)})")
+    return found
 
 
 def _counter_example_6(run: Run) -> str:

@@ -22,6 +22,7 @@ from judges.backend import Evaluation, ProposalRequest
 from judges.llm import BudgetExhausted
 from judges.proposer import Proposal
 from scoring.diagnosis import diagnose
+from scoring.edit_guards import adds_words, inserted_block
 from scoring.edits import Edit
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason, save as save_rejected
@@ -48,7 +49,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
         small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0  # kept rounds in a row
         ahead = propose_ahead(run, skill, proposal.edited_text, trial.evaluation) \
             if trial.kept and small_gains < 2 and round_no < last_round else None  # type: ignore[arg-type]
-        apply(run, skill, round_no, proposal, trial)
+        apply(run, skill, round_no, text, proposal, trial)
         outcome = outcome.after_round(trial.kept, trial.outcome is Outcome.REJECT, run.incumbent_total(skill),
                                       round_no - start_round + 1)
         on_round(skill, round_no, trial.decision.verdict.value if trial.decision else trial.outcome.value)
@@ -66,10 +67,11 @@ def attempt(run: Run, skill: str, round_no: int, text: str, proposal: Proposal) 
     run.ratchet.pre_edit(skill)
     save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
     run.ratchet.write_skill(skill, proposal.edited_text)
-    return try_edit(run, skill, round_no, text, proposal.edited_text, edit.target_dim, ever_reverted(run, skill))
+    return try_edit(run, skill, round_no, text, proposal.edited_text, edit.target_dim, ever_reverted(run, skill),
+                    adds_words(text, edit))
 
 
-def apply(run: Run, skill: str, round_no: int, proposal: Proposal, trial: Trial) -> None:
+def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Proposal, trial: Trial) -> None:
     """The round's one effect path. Kept: commit, then record. Not kept: remember the edit, roll back, record,
     emit — in that order, so a crash before the rollback can never let the same edit be tried again."""
     edit = proposal.edit
@@ -79,6 +81,9 @@ def apply(run: Run, skill: str, round_no: int, proposal: Proposal, trial: Trial)
     calls = trial.calls + (proposal.attempts if run.backend.name != "offline" else 0)  # one editor call per attempt
     if trial.outcome is Outcome.KEEP:
         run.ratchet.keep(skill, trial.gain, edit.target_dim)
+        block = inserted_block(text_before, edit)
+        if block:
+            run.inserted.setdefault(block, skill)
         run.best[skill] = trial.evaluation  # type: ignore[assignment]
         run.kept_edits.setdefault(skill, []).append(edit)
         tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim=edit.target_dim, facts=facts, calls=calls,
@@ -101,9 +106,14 @@ def apply(run: Run, skill: str, round_no: int, proposal: Proposal, trial: Trial)
 
 
 def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Proposal | None) -> None:
-    why = {Stop.NO_EDIT: "no applicable edit for any dimension", Stop.BUDGET: run.stopped or "LLM budget reached"}
-    tasks.record_row(run, skill, round_no, Status.SKIP, None, stop=stop,
-                     text=proposal.reason if proposal is not None and stop is Stop.PROPOSER_UNAVAILABLE else why.get(stop, ""))
+    """The round that found no edit to try, and why: each dimension's refusals (guards, budget, repeats) when any."""
+    if stop is Stop.BUDGET:
+        why = run.stopped or "LLM budget reached"
+    elif proposal is not None and proposal.refusals:
+        why = proposal.reason if stop is Stop.PROPOSER_UNAVAILABLE else f"no edit passed its checks: {proposal.reason}"
+    else:
+        why = "no applicable edit for any dimension"
+    tasks.record_row(run, skill, round_no, Status.SKIP, None, stop=stop, text=why[:2000])
 
 
 def next_proposal(run: Run, skill: str, text: str, ahead: ProposalAhead | None) -> tuple[Proposal | None, Stop | None]:
@@ -113,10 +123,11 @@ def next_proposal(run: Run, skill: str, text: str, ahead: ProposalAhead | None) 
     except BudgetExhausted as err:
         run.stopped = f"budget: {err}"
         return None, Stop.BUDGET
-    if proposal is None:
-        return None, Stop.NO_EDIT
-    if proposal.edit is None:  # the editor could not be reached
-        return proposal, Stop.PROPOSER_UNAVAILABLE
+    for refusal in (proposal.refusals if proposal else ()):
+        if "boilerplate:" in refusal:
+            run.notices.append(f"{skill}: refused a proposed edit as {refusal}")
+    if proposal is None or proposal.edit is None:
+        return proposal, Stop.PROPOSER_UNAVAILABLE if proposal is not None and proposal.unavailable else Stop.NO_EDIT
     return proposal, None
 
 
@@ -133,8 +144,12 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
     buffer, files = run.buffers[skill], measure.skill_files(run, skill)
     rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]
+    def elsewhere(block: str) -> str:
+        return "" if not block or run.inserted.get(block, skill) == skill else run.inserted[block]
+
     return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
-                            active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill))
+                            active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill),
+                            allow_rename=run.options.allow_rename, inserted_elsewhere=elsewhere)
             for dim in diagnose(card.score, guarded, run.preferred_dims, exclude)]
 
 

@@ -29,8 +29,8 @@ def _given_key(context: Any, parameters: dict[str, Any]) -> str:
 
 @task(name="evaluate", cache_key_fn=_given_key, persist_result=True)
 def evaluate(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
-             prompts: list[TestPrompt], ever_reverted: bool = False) -> Evaluation:
-    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted)  # type: ignore[arg-type]
+             prompts: list[TestPrompt], ever_reverted: bool = False, diff: str = "") -> Evaluation:
+    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff)  # type: ignore[arg-type]
 
 
 @task(name="measure-again", cache_key_fn=_given_key, persist_result=True)
@@ -41,15 +41,20 @@ def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
 def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | None:
-    """The first checked edit, trying each dimension's request in turn (None: no dimension has one).
+    """The first checked edit, trying each dimension's request in turn; when none has one, a proposal without an edit
+    that says why (each refusal: a guard, the budget, a repeat), or None when no dimension was asked at all.
 
     An unreachable editor ends the search with its failed proposal: every other dimension would ask the same server.
     """
+    refusals: list[str] = []
+    attempts = 0
     for request in requests:
         proposal = propose_checked(backend, request)
         if proposal.edit is not None or proposal.unavailable:
             return proposal
-    return None
+        attempts += proposal.attempts
+        refusals += [f"{request.target_dim}: {r}" for r in proposal.refusals]
+    return Proposal(None, None, attempts, tuple(refusals)) if requests else None
 
 
 @task(name="design-test-prompts", cache_policy=NO_CACHE)
@@ -77,7 +82,7 @@ def record_row(run, skill: str, round_no: int, status: Status, source: Trial | E
     """
     if isinstance(source, Trial):
         fields = {"measured": source.candidate, "before": source.incumbent, "decision": source.decision,
-                  "calls": source.calls, "stop": source.stop} | fields
+                  "calls": source.calls, "stop": source.stop, "diff": source.diff} | fields
         source = source.evaluation
     row = run.result_row(skill, round_no, status, source, **fields)
     run.repaired(skill, append_row(run.workspace.results_tsv(skill), row))

@@ -8,6 +8,7 @@ at the checkpoint). What happens to the edit is the ``Trial`` it returns —
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -38,6 +39,7 @@ class Trial:
     freeze: bool = False
     why: str = ""
     calls: int = 0
+    diff: str = ""  # the lines the edit changed, as a unified diff: what a reviewer judges
 
     @property
     def kept(self) -> bool:
@@ -58,37 +60,49 @@ def settle(decision: Decision) -> tuple[Outcome, RejectReason | None, Stop | Non
 
 
 def try_edit(run: Run, skill: str, round_no: int, before: str, after: str, target: str | None,
-             ever_reverted: bool = False) -> Trial:
-    """Measure ``after`` against ``before`` (the kept text) until the decision is made; the gates come first."""
+             ever_reverted: bool = False, writes_words: bool = True) -> Trial:
+    """Measure ``after`` against ``before`` (the kept text) until the decision is made; the gates come first.
+
+    ``writes_words``: the edit adds words, so its keyword-counting gains need a judged gain beside them."""
     calls = measure.CallCounter(run)
+    diff = unified_diff(skill, before, after)
     try:
-        evaluation_ahead = measure.evaluate_ahead(run, skill, after, ever_reverted)
+        evaluation_ahead = measure.evaluate_ahead(run, skill, after, ever_reverted, diff)
         fresh = measure.resample_ahead(run, skill, before, run.policy.judges_per_step, False)  # re-measured, every round
         evaluation = evaluation_ahead.result()
         fresh.result()
         gate = _gates(run, skill, round_no, evaluation)
         if gate is not None:
-            return _with(gate, evaluation=evaluation, calls=calls.spent())
+            return _with(gate, evaluation=evaluation, calls=calls.spent(), diff=diff)
         min_looks = 2 if evaluation.disagreements else 1  # the person (if any) chose to go on: measure more first
-        decision = _sequential(run, skill, before, after, target, min_looks)
+        decision = _sequential(run, skill, before, after, target, min_looks, writes_words)
     except BudgetExhausted as err:
         return Trial(Outcome.ABANDON, stop=Stop.BUDGET, why=f"LLM budget reached before this edit could be decided: {err}",
-                     calls=calls.spent())
+                     calls=calls.spent(), diff=diff)
     outcome, reason, stop = settle(decision)
     return Trial(outcome, decision, evaluation, run.ledger.of(skill, before), run.ledger.of(skill, after), reason, stop,
-                 why=decision.reason, calls=calls.spent())
+                 why=decision.reason, calls=calls.spent(), diff=diff)
 
 
-def _sequential(run: Run, skill: str, before: str, after: str, target: str | None, min_looks: int) -> Decision:
+def unified_diff(skill: str, before: str, after: str) -> str:
+    """The edit as a reviewer reads it: the changed lines with one line of context."""
+    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"{skill}/SKILL.md (kept)",
+                                 f"{skill}/SKILL.md (edited)", n=1)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _sequential(run: Run, skill: str, before: str, after: str, target: str | None, min_looks: int,
+                writes_words: bool) -> Decision:
     """decide → measure what it asks for → decide again, up to the policy's cap."""
     incumbent, candidate = run.ledger.of(skill, before), run.ledger.of(skill, after)
     for look in range(1, run.policy.max_looks + 1):
-        decision = decide(incumbent, candidate, measure.noise(run), target, look, run.policy, min_looks)
+        decision = decide(incumbent, candidate, measure.noise(run), target, look, run.policy, min_looks, writes_words)
         plan = next_samples(decision, incumbent, candidate, run.policy)
         if decision.verdict is not Verdict.MORE:
             return decision
         if plan.empty:  # undecided, and nothing left that more measuring could settle
-            return decide(incumbent, candidate, measure.noise(run), target, run.policy.max_looks, run.policy)
+            return decide(incumbent, candidate, measure.noise(run), target, run.policy.max_looks, run.policy,
+                          writes_words=writes_words)
         incumbent, candidate = measure.measure_both(run, skill, before, after, plan)
     return decision
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from judges.llm import LLMClient, Usage
-from judges.offline import heuristic_dim8, heuristic_structure
-from judges.offline_strategies import runtime_bound
+from judges.offline import heuristic_dim8, heuristic_structure, runtime_bound
 from judges.performance import (Measurement, full_measurement, held_out_score, main_prompts, measure_dry_run,
                                 measure_pair, measure_pairs, skill_context)
 from judges.prompt_design import design_prompts, offline_prompts
@@ -65,6 +64,9 @@ class ProposalRequest:
     meta_hints: tuple[str, ...] = ()
     is_rejected: Callable[[str, str], bool] = field(default=lambda old, new: False, compare=False)
     budget: float = 0.10
+    allow_rename: bool = False  # a person's opt-in: the frontmatter name may change
+    # the skill that already received this inserted block in the run ("" when none): boilerplate is refused
+    inserted_elsewhere: Callable[[str], str] = field(default=lambda block: "", compare=False)
 
 
 class Backend(Protocol):
@@ -72,7 +74,7 @@ class Backend(Protocol):
     usage: Usage | None
 
     def evaluate(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
-                 ever_reverted: bool = False, last_dim10_raw: float | None = None) -> Evaluation: ...
+                 ever_reverted: bool = False, last_dim10_raw: float | None = None, diff: str = "") -> Evaluation: ...
 
     def resample(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
                  judges: int, dim8: bool) -> Resample: ...
@@ -96,7 +98,7 @@ class OfflineBackend:
     name = "offline"
     usage: Usage | None = None
 
-    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None) -> Evaluation:
+    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="") -> Evaluation:
         doc = parse(_text(text))
         refs = tuple(scan_references(doc, files))
         structure = heuristic_structure(doc, refs, runtime_bound(doc, skill_name))
@@ -147,7 +149,7 @@ class OnlineBackend:
                     "(separate calls, but the design's red line 1 asks that it be shown)",)
         return ()
 
-    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None) -> Evaluation:
+    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="") -> Evaluation:
         text = _text(text)
         if mode == "full":
             doc, refs, panel, measurement = self._judge_and_measure(text, files, prompts)
@@ -160,7 +162,7 @@ class OnlineBackend:
         review = None
         safety = dict(measurement.dim8.details).get("safety") if measurement.dim8.score is not None else None
         if mode == "full" and needs_review(safety, last_dim10_raw):
-            review = run_review(self.client, self.settings.judge_model, text)
+            review = run_review(self.client, self.settings.judge_model, text, diff)
         score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims,
                                dim10=review.dim10 if review else None, warnings=self._warnings())
         veto = panel.safety_veto or bool(dict(measurement.dim8.details).get("safety_red_line"))

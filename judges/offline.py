@@ -41,7 +41,17 @@ _CONCRETE = re.compile(r"`[^`\n]+`|\b\d+(\.\d+)?\s?(ms|s|px|kb|mb|gb|%|rows|char
                        re.IGNORECASE)
 _SOFT = re.compile(r"\bconsider\b|\bas appropriate\b|\bif needed\b|\bmaybe\b|\bpossibly\b|\bshould probably\b|建议|可以考虑|根据情况|适当|尽量",
                    re.IGNORECASE)
+RUNTIME_BOUND = re.compile(r"\bin Claude Code\b|~/\.claude/skills/[\w./-]*|在 ?Claude Code ?(里|中)", re.IGNORECASE)
 _DANGER = re.compile(r"rm -rf|drop table|drop database|force[- ]push|--force\b|删除所有|格式化磁盘", re.IGNORECASE)
+
+
+def runtime_bound(doc: SkillDocument, skill_name: str) -> bool:
+    """Wording or install paths tied to one runtime (the design's P0 gate), unless the skill's name binds it there
+    or it names the other runtimes too."""
+    if re.search(r"claude", skill_name, re.IGNORECASE):
+        return False
+    mentions_other = re.search(r"\bcodex\b|\bcursor\b", doc.body, re.IGNORECASE)
+    return bool(RUNTIME_BOUND.search(doc.body)) and not mentions_other
 
 
 def _clamp(value: float) -> float:

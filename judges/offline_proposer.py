@@ -1,9 +1,9 @@
-"""The offline proposer: the strategy library's candidates, each checked to raise its own dimension.
+"""The offline proposer: the mechanical fixes (``offline_strategies``), each checked to raise its own dimension.
 
-Order follows the design: P0 (runtime binding) first, then the strategies for
-the dimension the flow diagnosed. A candidate is offered only if it applies
-exactly, stays within the edit budget, is not a rejected edit, and — scored
-offline — really raises the dimension it targets.
+A candidate is offered only if it applies exactly, stays within the edit
+budget, is not a rejected edit, and — scored offline — really raises the
+dimension it targets. The proposer's structural guards check it again, as they
+check every proposal.
 """
 
 from __future__ import annotations
@@ -13,20 +13,8 @@ from scoring.document import normalize_text, parse
 from scoring.edits import Edit, EditRefused, apply_edit, check_budget
 
 
-def strategy_candidates(text: str, skill_name: str, target_dim: str, missing_refs: list[str]) -> list[Edit]:
-    doc = parse(text)
-    by_dim = {
-        "dim1": lambda: s.fix_frontmatter(doc, skill_name),
-        "dim3": lambda: s.add_fallback_table(doc),
-        "dim2": lambda: s.add_fallback_table(doc),  # the dim2/3/4 cluster: the fallback table lifts dim2 too
-        "dim4": lambda: s.add_checkpoint(doc),
-        "dim5": lambda: s.firm_up_wording(doc),
-        "dim6": lambda: s.remove_dead_references(doc, missing_refs),
-        "dim7": lambda: s.fix_architecture(doc),
-        "dim9": lambda: s.add_counter_examples(doc),
-    }
-    found = s.runtime_neutral(doc, skill_name) if target_dim in ("dim6", "dim8") else []
-    return found + (by_dim[target_dim]() if target_dim in by_dim else [])
+def strategy_candidates(text: str, target_dim: str, missing_refs: list[str], files: frozenset[str]) -> list[Edit]:
+    return s.candidates(parse(text), target_dim, missing_refs, files)
 
 
 def verified_candidates(backend, request) -> list[Edit]:
@@ -34,7 +22,7 @@ def verified_candidates(backend, request) -> list[Edit]:
     before = backend.evaluate(text, request.skill_name, request.files, "quick", [])
     missing = [r.target for r in before.score.references if r.status == "missing"]
     good = []
-    for edit in strategy_candidates(text, request.skill_name, request.target_dim, missing):
+    for edit in strategy_candidates(text, request.target_dim, missing, request.files):
         try:
             edited = apply_edit(text, edit)
         except EditRefused:

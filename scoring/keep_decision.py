@@ -43,7 +43,7 @@ the flow measures again.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Mapping
 
@@ -211,14 +211,20 @@ def evidence(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise
 
 
 def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], target: str | None = None,
-           look: int = 1, policy: KeepPolicy = KeepPolicy(), min_looks: int = 1) -> Decision:
+           look: int = 1, policy: KeepPolicy = KeepPolicy(), min_looks: int = 1, writes_words: bool = False) -> Decision:
     """KEEP, REVERT, MORE or INCONCLUSIVE for the candidate against the incumbent (see the module docstring).
 
     ``look`` counts from 1; at ``policy.max_looks`` an undecided edit is
     INCONCLUSIVE. ``min_looks`` holds a verdict back until that look (two judges
     that disagree by more than three points ask for more samples first).
+    ``writes_words``: the edit adds words; where judges measured the text, its
+    gains on exact (keyword-counting) dimensions then do not count — only a
+    judged gain does (keywords inserted without content are not an improvement).
     """
     rows = evidence(incumbent, candidate, noise, target, look, policy)
+    judged = any(e.se is not None or e.status is DimStatus.UNKNOWN for e in rows)
+    if writes_words and judged:
+        rows = tuple(replace(e, status=DimStatus.EVEN) if e.status is DimStatus.GAIN and e.se is None else e for e in rows)
     compared = [e.dim for e in rows if e.status is not DimStatus.UNMEASURED]
     total_delta = round1(candidate.total(compared) - incumbent.total(compared)) if compared else None
     risen = bool(compared) and round1(candidate.total(compared)) > round1(incumbent.total(compared))
@@ -259,9 +265,12 @@ def _verdict(rows: tuple[DimEvidence, ...], risen: bool, target: str | None, noi
         worst = min(losses, key=lambda e: _weighted(e, e.delta))
         return _Call(Verdict.REVERT, f"{worst.dim} is worse beyond its noise ({worst.delta:+.2f})", worst.dim)
     if _settled(rows):
-        best = max(rows, key=lambda e: _weighted(e, e.delta), default=None)
+        gains = [e for e in rows if e.status is DimStatus.GAIN]
+        best = max(gains, key=lambda e: _weighted(e, e.delta), default=None)
         if risen and best is not None:
             return _Call(Verdict.KEEP, f"the total rose and no dimension fell ({best.dim} {best.delta:+.2f})", best.dim)
+        if risen:
+            return _Call(Verdict.REVERT, "words added and only keyword-counting dimensions rose: the judges saw no gain")
         return _Call(Verdict.REVERT, "the total did not rise (no measurement is noisy: this is final)")
     missing = frozenset(e.dim for e in rows if e.status in (DimStatus.UNMEASURED, DimStatus.UNKNOWN))
     if any(e.status is DimStatus.UNMEASURED for e in rows):

@@ -80,6 +80,7 @@ def render(frame, facts: RunFacts) -> str:
         for _, row in group.iterrows():
             facts_, text = parse_note(str(row["note"]))
             lines.append(f"- [{row['skill']}] {facts_.get('strategy', '')} {row['delta']:+.1f}: {text}".rstrip(": "))
+            lines += _kept_diff(row)
         lines.append("")
     lines += ["## Keep decisions", "",
               "Each edit is kept only when a dimension gained beyond the judges' noise (one-sided 95 %, over all",
@@ -91,6 +92,18 @@ def render(frame, facts: RunFacts) -> str:
                                                 f"- Branch: {facts.branch or '— (quick mode: no git branch)'}",
                                                 f"- Backups: {facts.backups or '—'}", f"- Manifest: {facts.manifest or '—'}", ""]
     return "\n".join(lines)
+
+
+def _kept_diff(row: Mapping[str, Any]) -> list[str]:
+    """The lines a kept edit changed, and what decided it: a reviewer judges substance, not only points."""
+    evidence = _evidence(row)
+    diff = evidence.get("diff", "")
+    if not diff:
+        return []
+    fence = "`" * max(3, 1 + max((len(run) for run in diff.split() if set(run) == {"`"}), default=0))
+    basis = evidence.get("basis")
+    decided = f"  decided by {basis}: {evidence.get('reason', '')}" if basis else ""
+    return [decided, "", f"  {fence}diff", *("  " + line for line in diff.rstrip("\n").split("\n")), f"  {fence}"]
 
 
 def _evidence(row: Mapping[str, Any]) -> dict:

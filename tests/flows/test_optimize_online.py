@@ -70,8 +70,12 @@ def test_full_mode_over_http_judges_twice_and_measures(example_skills: Path, mon
     assert rows[0].status == "baseline" and rows[0].eval_mode == "full_test" and rows[0].judge_count == 2
     assert rows[0].held_out_score == 8.0
     keep = next(r for r in rows if r.status == "keep")
-    assert keep.dim_changed == "dim4" and keep.delta == 6.0
-    assert result["skills"]["pr-review"]["stop"] == "bottleneck"  # the second STOP changes nothing: reverted
+    # the STOP adds dim4's 6 points, and the judges see substance in it (+1 on each of their dimensions): kept on
+    # the judges' gain, since an edit that writes words does not count on keyword dimensions alone
+    assert keep.dim_changed == "dim4" and keep.delta == pytest.approx(6.0 + 4.4)
+    assert keep.evidence["basis"] in ("dim2", "dim3", "dim5", "dim6")
+    # the same STOP again repeats a line the skill now has: refused by the guards before it is ever measured
+    assert result["skills"]["pr-review"]["stop"] == "no_edit" and "repeated-line" in rows[-1].note
     kinds = [r for r in server.chat_requests() if "You have this skill loaded" not in str(r.body)]
     assert any("independent judge" in str(r.body) for r in kinds)
     assert (example_skills / "pr-review" / "SKILL.md").read_text().rstrip().endswith(STOP_LINE)

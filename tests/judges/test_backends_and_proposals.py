@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 import pytest
@@ -92,7 +94,7 @@ def test_offline_prompts_cover_main_edge_error_and_one_held_out():
         prompts, how = OfflineBackend().design_prompts(text, name)
         assert [p.type for p in prompts] == ["main", "edge", "error", "main"] and "offline" in how
         assert [p.held_out for p in prompts] == [False, False, False, True]
-    assert prompts[0].prompt.startswith("请")  # the Chinese skill gets Chinese prompts
+    assert re.search(r"[\u4e00-\u9fff]", prompts[0].prompt)  # the Chinese skill gets Chinese prompts
 
 
 @pytest.mark.parametrize("name", ["pr-review", "weekly-report-zh", "api-changelog", "db-migration"])
@@ -116,10 +118,26 @@ def _three_edits(text: str, files: frozenset[str], name: str) -> float:
     return score_skill(text, name, files).deterministic_subtotal - start
 
 
-def test_offline_proposer_raises_most_corpus_skills(corpus_dir: Path):
-    skills = sorted(corpus_dir.rglob("SKILL.md"))
-    raised = [p.parent.name for p in skills if _three_edits(*_read(p), p.parent.name) > 0]
-    assert len(raised) >= 0.8 * len(skills), f"raised only {len(raised)}/{len(skills)}"
+def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_guard(corpus_dir: Path):
+    """Offline, over real public skills: every edit proposed for any dimension is one of the mechanical fixes, passes
+    the structural guards, and inserts no block (a mechanical fix removes or re-points; it writes nothing new)."""
+    from judges.offline_strategies import MECHANICAL
+    from scoring.edit_guards import check_edit, inserted_block
+
+    proposed = 0
+    for path in sorted(corpus_dir.rglob("SKILL.md")):
+        text, files = _read(path)
+        name = path.parent.name
+        for dim in ("dim1", "dim2", "dim3", "dim4", "dim5", "dim6", "dim7", "dim8", "dim9"):
+            proposal = propose_checked(OfflineBackend(), ProposalRequest(text, name, files, dim))
+            if proposal.edit is None:
+                continue
+            proposed += 1
+            edit = proposal.edit
+            assert edit.strategy in MECHANICAL and edit.target_dim in ("dim1", "dim6", "dim7"), (name, edit)
+            assert check_edit(text, proposal.edited_text, edit, files) == []
+            assert inserted_block(text, edit) == ""
+    assert proposed >= 1  # the corpus has mechanical defects too (a heading jump, a moved path): they are fixed
 
 
 def _read(path: Path):
@@ -128,28 +146,33 @@ def _read(path: Path):
 
 
 def test_proposals_never_add_files_or_references_to_missing_files():
+    moved = 0
     for name in ("pr-review", "weekly-report-zh", "api-changelog", "db-migration"):
         text, files = example(name)
         before = {r.target for r in score_skill(text, name, files).references}
         for dim in ("dim1", "dim3", "dim4", "dim5", "dim6", "dim7", "dim9"):
             for edit in OfflineBackend().candidates(ProposalRequest(text, name, files, dim), None):
                 after = score_skill(text.replace(edit.old, edit.new, 1) if edit.old else text + edit.new, name, files)
-                assert {r.target for r in after.references} <= before
+                added = {r.target for r in after.references} - before
+                assert added <= files  # a reference is only ever re-pointed at a file the skill has
+                moved += bool(added)
+    assert moved == 1  # api-changelog's path to the file that moved into references/examples/
 
 
 def test_rejected_edits_are_never_proposed_again():
     text, files = example("pr-review")
-    first = propose_checked(OfflineBackend(), ProposalRequest(text, "pr-review", files, "dim4")).edit
+    first = propose_checked(OfflineBackend(), ProposalRequest(text, "pr-review", files, "dim7")).edit
     assert first is not None
-    buffer, _, _ = Buffer("pr-review", "t").add("t", "dim4", first.old, first.new, "score_regression")
-    second = propose_checked(OfflineBackend(), ProposalRequest(text, "pr-review", files, "dim4", is_rejected=buffer.is_rejected)).edit
-    assert second is None or (second.old, second.new) != (first.old, first.new)
+    buffer, _, _ = Buffer("pr-review", "t").add("t", "dim7", first.old, first.new, "score_regression")
+    second = propose_checked(OfflineBackend(), ProposalRequest(text, "pr-review", files, "dim7", is_rejected=buffer.is_rejected)).edit
+    assert second is not None and (second.old, second.new) != (first.old, first.new)
 
 
 def test_online_proposal_that_does_not_apply_is_sent_back_with_the_reason(server, responder: LubanResponder, tmp_path: Path):
     text, files = example("pr-review")
     replies = iter([
-        {"target_dim": "dim7", "old": "Comments should be short and specific.", "new": "Keep comments short.", "rationale": "dedupe"},
+        {"target_dim": "dim7", "old": "Link every comment to the exact line of the diff it is about.",
+         "new": "Keep comments short.", "rationale": "dedupe"},
         {"target_dim": "dim7", "old": "", "anchor": "", "new": "x" * 5000, "rationale": "too big"},
         {"target_dim": "dim7", "old": "### Steps", "new": "## Steps", "rationale": "fix the heading jump"},
     ])

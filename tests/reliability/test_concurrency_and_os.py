@@ -84,10 +84,10 @@ def test_binary_garbage_in_results_tsv_is_set_aside_and_the_run_goes_on(tmp_path
 
 
 def test_a_deleted_rejected_edits_file_is_rebuilt_from_the_revert_rows(tmp_path: Path, env):
-    skills = copy_skills(tmp_path / "skills", "api-changelog")  # reverts in round 3 offline
+    skills = copy_skills(tmp_path / "skills", "db-migration")  # its one offline edit is reverted (dim5 falls)
     args = quick(skills, "--max-rounds", "3")
     assert run_child(args, env).returncode == 0
-    rejected = tmp_path / "luban-workspace" / "quick" / "api-changelog" / "rejected_edits.md"
+    rejected = tmp_path / "luban-workspace" / "quick" / "db-migration" / "rejected_edits.md"
     before = rejected.read_text()
     rejected.unlink()
     again = run_child(args, env)

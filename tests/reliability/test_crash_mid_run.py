@@ -20,7 +20,7 @@ from tests.reliability.crash import STEPS, child_env, start_child, assert_consis
 from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
-SKILLS = ("api-changelog", "db-migration")  # api-changelog reverts in round 3 offline: a rollback to kill
+SKILLS = ("pr-review", "weekly-report-zh", "db-migration")  # in that order (lowest total first): four keeps, then a revert
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
 
 

@@ -226,3 +226,18 @@ def test_measurements_refuse_what_cannot_be_a_score():
         Measured.of({"dim1": [10.0, 10.0]}, {"dim1"})  # exact: one value
     with pytest.raises(ValueError):
         KeepPolicy(look_shares=(0.5, 0.5))  # one share per look
+
+
+def test_words_added_for_keywords_only_are_not_a_gain_where_judges_measured_the_text():
+    """A 'never …' line raises dim9 by count alone: with the judges unchanged the edit is not kept; with the judges
+    seeing a gain it is; and a structural fix that adds no words (a heading level) keeps its rule gain."""
+    noise = {d: Noise(0.0, 60) for d in SAMPLED}
+    same = {d: [6.0] * 4 for d in JUDGE_DIMS}
+    stuffed = EXACT | {"dim9": 10.0}
+    keywords = decide(text(same), text(same, stuffed), noise, "dim9", writes_words=True)
+    assert keywords.verdict is Verdict.REVERT and "keyword" in keywords.reason
+    substance = decide(text(same), text(same | {"dim3": [7.0] * 4}, stuffed), noise, "dim9", writes_words=True)
+    assert substance.verdict is Verdict.KEEP and substance.basis == "dim3"
+    assert decide(text(same), text(same, stuffed), noise, "dim9").verdict is Verdict.KEEP  # no words added
+    offline = decide(text({}), text({}, stuffed), {}, "dim9", writes_words=True)  # no judge ran: rules are all there is
+    assert offline.verdict is Verdict.KEEP

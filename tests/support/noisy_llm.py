@@ -34,7 +34,7 @@ class NoisyJudges(LubanResponder):
     def quality(self, text: str) -> dict[str, float]:
         quality = dict(self.base)
         for sentence, dim, effect in self.planted:
-            if sentence in text:
+            if sentence in text and dim in quality:  # a rule dimension (dim4, dim9) is the rules' to score
                 quality[dim] += effect
         return quality
 

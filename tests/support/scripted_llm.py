@@ -67,6 +67,9 @@ class LubanResponder:
     grade: dict[str, Any] = field(default_factory=lambda: {"accuracy": 8, "baseline_accuracy": 6, "safety": 10, "compliance": 9})
     findings: list[dict] = field(default_factory=list)
     edit: dict | None = None
+    # The judges see the default proposal's STOP before merging as substance: +this on each dimension they score
+    # (a keyword-stuffing test sets 0: the rule gain alone must then not be kept).
+    stop_substance: int = 1
     kinds: list[str] = field(default_factory=list)
     _judge_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -86,6 +89,8 @@ class LubanResponder:
             if fabricate:
                 self.fabricate_quotes -= 1
         scores = self.judge_scores[index % len(self.judge_scores)]
+        if "🛑 STOP: confirm before merging." in skill:
+            scores = {d: min(10, s + self.stop_substance) for d, s in scores.items()}
         quote = "this sentence is not in the skill at all" if fabricate else a_quote(skill)
         dims = {d: {"score": s, "rationale": f"{d} looks like {s}", "quotes": [quote]} for d, s in scores.items()}
         return reply({"dims": dims, "safety_red_line": self.safety_red_line, "safety_reason": "scripted" if self.safety_red_line else ""})

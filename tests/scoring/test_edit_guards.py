@@ -1,0 +1,125 @@
+"""The structural guards, on skills shaped like the damage seen on real ones: each refuses its case and lets the
+honest neighbour through."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring.edit_guards import adds_words, check_edit, inserted_block, span_between
+from scoring.edits import Edit, apply_edit
+
+SKILL = """---
+name: cleanup-records
+description: Deletes stale records after a review. Use when the user says "clean up records".
+---
+
+# Cleanup records
+
+## Steps
+
+1. List the stale records with `records list --stale`.
+2. Delete them:
+
+   ```python
+   obj = Record.get(pk)
+   obj.delete()
+   ```
+
+3. When the user passed `--yes`, this step may run directly, without asking.
+
+## Styles
+
+Pick a layout from `references/presets/<style>.md` and follow
+[the field guide](references/fields.md).
+
+## Troubleshooting
+
+- Symptom: the job exits with code 3.
+
+  Root cause: the lock file of an earlier run is still there.
+
+| trigger | first fix |
+|---|---|
+| lock held | remove `run.lock` |
+"""
+FILES = frozenset({"SKILL.md", "references/presets/compact.md", "references/presets/wide.md", "references/fields.md"})
+
+
+def refusals(edit: Edit, files: frozenset[str] = FILES, allow_rename: bool = False, text: str = SKILL) -> list[str]:
+    return [r.guard for r in check_edit(text, apply_edit(text, edit), edit, files, allow_rename)]
+
+
+def test_a_stop_pasted_inside_a_code_block_is_refused_and_before_it_is_not():
+    inside = Edit("dim4", "", "\n   🛑 STOP: confirm with the user before deleting.", anchor="obj = Record.get(pk)")
+    assert refusals(inside) == ["inside-block"]
+    before = Edit("dim4", "2. Delete them:", "2. 🛑 STOP: confirm with the user first. Delete them:")
+    assert refusals(before) == []
+
+
+def test_inline_code_and_links_are_not_written_into():
+    assert refusals(Edit("dim5", "records list --stale", "records list --stale --all")) == ["inside-inline"]
+    assert refusals(Edit("dim6", "[the field guide]", "[the full field guide]")) == ["inside-inline"]
+    assert refusals(Edit("dim5", "with `records list --stale`.", "with `records list --stale` (read only).")) == []
+
+
+def test_a_table_is_not_written_into():
+    assert refusals(Edit("dim3", "", " (or wait an hour)", anchor="| remove `run.lock`")) == ["inside-block"]
+
+
+def test_a_live_reference_and_a_placeholder_path_whose_folder_exists_are_not_removed():
+    placeholder = Edit("dim6", "Pick a layout from `references/presets/<style>.md` and follow", "Follow")
+    assert refusals(placeholder) == ["live-reference"]
+    assert refusals(Edit("dim6", "\n[the field guide](references/fields.md).", "\nthe field guide.")) == ["live-reference"]
+    gone = FILES - {"references/presets/compact.md", "references/presets/wide.md"}
+    assert refusals(placeholder, gone) == []  # its folder does not exist: the reference is dead, and may go
+
+
+def test_the_frontmatter_name_only_changes_when_a_person_allows_it():
+    rename = Edit("dim1", "name: cleanup-records", "name: record-cleanup")
+    assert refusals(rename) == ["frontmatter-name"]
+    assert refusals(rename, allow_rename=True) == []
+
+
+def test_a_heading_between_a_symptom_and_its_root_cause_splits_the_item():
+    split = Edit("dim7", "", "\n\n## 约束\n", anchor="- Symptom: the job exits with code 3.")
+    assert refusals(split) == ["split-block"]
+    blank_line = Edit("dim5", "", "\n\nFirst check the log.", anchor="Pick a layout from `references/presets/<style>.md` and")
+    assert "split-block" in refusals(blank_line)  # a paragraph cut in two by a blank line
+    after_item = Edit("dim3", "", "\n\n## Escalation\n\nPage the on-call engineer.",
+                      anchor="  Root cause: the lock file of an earlier run is still there.")
+    assert refusals(after_item) == []
+
+
+def test_an_empty_heading_is_refused_and_one_with_its_text_is_not():
+    empty = Edit("dim7", "", "\n## Overview\n", anchor="# Cleanup records\n")
+    assert refusals(empty) == ["empty-heading"]
+    with_text = Edit("dim7", "", "\n## Overview\n\nRemoves records nobody has read for a year.\n", anchor="# Cleanup records\n")
+    assert refusals(with_text) == []
+
+
+def test_a_line_the_skill_already_has_is_not_added_again():
+    again = Edit("dim9", "", "\n- Symptom: the job exits with code 3.", anchor="| remove `run.lock` |")
+    assert "repeated-line" in refusals(again)
+    assert refusals(Edit("dim9", "", "\n\nNever delete a record that is still referenced.\n",
+                         anchor="| remove `run.lock` |\n")) == []
+
+
+def test_the_stop_for_a_step_that_may_run_directly_is_not_a_structure_problem_but_the_words_count_as_written():
+    """Contradicting the text ("may run directly") is semantic: the judges, not the guards, see it — so such an edit
+    adds words, and its rule gain needs a judged gain to count (scoring/keep_decision.py)."""
+    stop = Edit("dim4", "3. When the user passed", "3. 🛑 STOP: confirm first. When the user passed")
+    assert refusals(stop) == [] and adds_words(SKILL, stop)
+    assert not adds_words(SKILL, Edit("dim7", "## Styles", "### Styles"))
+
+
+def test_the_same_block_normalized_is_the_same_block_and_tweaks_are_not_blocks():
+    a = inserted_block(SKILL, Edit("dim3", "", "\n\n| trigger | first fix | still failing |\n|---|---|---|\n"))
+    b = inserted_block(SKILL, Edit("dim3", "", "\n\n|  Trigger | First fix | Still failing |\n|---|---|---|\n"))
+    assert a and a == b
+    assert inserted_block(SKILL, Edit("dim1", "records\".", "records\" or \"tidy\".")) == ""
+
+
+@pytest.mark.parametrize("before, after", [("abc", "abXc"), ("abc", "ac"), ("", "x"), ("same", "same")])
+def test_span_between_finds_the_one_region_that_differs(before, after):
+    span = span_between(before, after)
+    assert before[: span.start] + span.new + before[span.end:] == after
