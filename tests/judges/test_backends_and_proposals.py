@@ -213,3 +213,12 @@ def test_online_rewrite_reads_the_marked_reply(server, tmp_path: Path):
     backend = online(server, tmp_path)
     assert backend.rewrite("# Old\n", "pr-review", frozenset()) == "---\nname: pr-review\n---\n# New\n"
     assert backend.rewrite("# Old\n", "pr-review", frozenset()) is None
+
+
+def test_the_editor_is_told_that_keywords_without_content_are_refused():
+    from judges.proposer import build_messages
+
+    text, files = example("pr-review")
+    system = build_messages(ProposalRequest(text, "pr-review", files, "dim9"), None, "n0nce")[0]["content"]
+    assert "keyword insertions without content" in system and "are refused" in system
+    assert "inside code blocks, tables, links or inline code" in system and "rename the skill" in system

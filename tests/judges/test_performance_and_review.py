@@ -119,3 +119,17 @@ def test_review_that_never_answers_is_unscored(server: ScriptedOpenAI, client: L
 
 def test_review_trigger():
     assert needs_review(4.9, None) and needs_review(None, 55) and not needs_review(5, 60) and not needs_review(None, None)
+
+
+def test_the_review_gate_sees_an_edit_as_its_diff(server: ScriptedOpenAI, client: LLMClient, responder: LubanResponder):
+    """On a candidate, each reviewer gets the edit's diff beside the skill, as data, told that keywords without
+    content are a finding; without a diff (a baseline) no such block is sent."""
+    skill = "# Deploy service\n\nDeploy the service to production.\n"
+    diff = "--- a\n+++ b\n@@ -1 +1,2 @@\n+- Never skip a step.\n"
+    run_review(client, "judge-a", skill, diff)
+    sent = [r.body["messages"][1]["content"] for r in server.chat_requests()]
+    assert len(sent) == 3 and all("+- Never skip a step." in s and "without content is a finding" in s for s in sent)
+    assert all("<diff-" in s and "</diff-" in s for s in sent)
+    before = len(server.chat_requests())
+    run_review(client, "judge-a", skill)
+    assert not any("<diff-" in r.body["messages"][1]["content"] for r in server.chat_requests()[before:])
