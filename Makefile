@@ -32,8 +32,9 @@ bench-noise: $(STAMP)
 
 # The Prefect UI test drives Debian's chromium; as root (CI) it is installed when missing.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+		echo "make test: installing Debian's chromium with apt-get (one time, about a minute): the Prefect UI test drives it" && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "warning: chromium is missing and this is not root: the Prefect UI test will fail (apt-get install chromium)"
 
 test: $(STAMP) browser

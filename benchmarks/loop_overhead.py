@@ -72,6 +72,17 @@ def _skill_text(request: Request) -> str:
     return skill_in(request)
 
 
+def _prose_lines(skill: str) -> list[str]:
+    """Lines outside code fences and tables: the edit guards refuse text written inside those."""
+    prose, fenced = [], False
+    for line in skill.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and not line.lstrip().startswith(("|", "<")):
+            prose.append(line)
+    return prose
+
+
 class LatencyResponder(LubanResponder):
     """Valid replies after ``latency`` seconds, each request attributed to a (skill, round)."""
 
@@ -124,9 +135,12 @@ class LatencyResponder(LubanResponder):
 
     def _propose(self, request: Request) -> Scripted:
         skill = skill_in(request)
-        lines = [line for line in skill.split("\n") if len(line.strip()) > 15 and skill.count(line) == 1]
+        lines = [line for line in _prose_lines(skill) if len(line.strip()) > 15 and skill.count(line) == 1]
         count = skill.count(MARKER) + 1
-        return reply({"target_dim": "dim9", "old": "", "anchor": lines[-1], "new": f"\n{MARKER}{count} before you finish.",
+        name = re.search(r"^name: (.+)$", skill, re.MULTILINE)
+        # The skill's name in the line: one block in several skills of a batch is refused as boilerplate.
+        line = f"{MARKER}{count} of {name.group(1).strip() if name else 'this skill'} before you finish."
+        return reply({"target_dim": "dim9", "old": "", "anchor": lines[-1], "new": f"\n{line}",
                       "rationale": "one more counter-example", "expected_gain": 3})
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -27,9 +27,41 @@ class OutputFormat(str, Enum):
     github = "github"
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"luban {version('luban')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            typer.echo("luban (not installed: run 'make install')")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def main() -> None:
+def main(
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print Luban's version and exit."),
+) -> None:
     """Score, optimize and gate agent skills."""
+
+
+# One default for every command, so `luban history` finds what `luban optimize` wrote.
+SKILLS_DIR_HELP = "The folder that holds <name>/SKILL.md (also LUBAN_SKILLS_DIR)."
+WORKSPACE_HELP = "Where records live; default <skills-dir>/../luban-workspace."
+MODE_HELP = ("quick (copies, no git), full (git branch, dim8, review) or auto: optimize lets the mode router decide; "
+             "history and report read the mode of the newest records.")
+
+
+def skills_dir_option() -> Any:
+    return typer.Option(".", "--skills-dir", envvar="LUBAN_SKILLS_DIR", help=SKILLS_DIR_HELP)
+
+
+def mode_option() -> Any:
+    return typer.Option("auto", "--mode", help=MODE_HELP)
+
+
+def workspace_option() -> Any:
+    return typer.Option(None, "--workspace", help=WORKSPACE_HELP)
 
 
 @app.command()
@@ -78,22 +110,29 @@ def score(
     raise typer.Exit(status)
 
 
-def _workspace(skills_dir: str, mode: str, workspace: Optional[str]):
+def _workspace(skills_dir: str, mode: str, workspace: Optional[str], command: str):
+    """The workspace ``optimize`` wrote for these options, in the mode asked (auto: the newest records' mode)."""
     from pathlib import Path
 
-    from workspace.layout import Workspace
+    from workspace.layout import Workspace, find_workspace, newest_mode
 
-    if mode not in ("quick", "full"):
-        _usage_error(f"--mode must be quick or full, not {mode!r}", "history/report")
-    return Workspace.open(Path(skills_dir), mode, Path(workspace) if workspace else None)  # type: ignore[arg-type]
+    if mode not in ("quick", "full", "auto"):
+        _usage_error(f"--mode must be quick, full or auto, not {mode!r}", command)
+    root = Path(workspace) if workspace else find_workspace(Path(skills_dir))
+    if root is None:
+        _usage_error(f"no Luban workspace for --skills-dir {skills_dir} ({Path(skills_dir).resolve().parent / 'luban-workspace'} "
+                     "does not exist); give the --skills-dir you optimized, or --workspace, or run 'luban optimize' first",
+                     command)
+    chosen = newest_mode(root) if mode == "auto" else mode
+    return Workspace.open(Path(skills_dir), chosen or "full", root)  # type: ignore[arg-type]
 
 
 @app.command()
 def history(
     skill: str = typer.Argument(..., help="The skill's directory name."),
-    skills_dir: str = typer.Option(".", "--skills-dir", help="The directory holding the skills."),
-    mode: str = typer.Option("full", "--mode", help="Whose records: quick or full (kept apart)."),
-    workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: Optional[str] = workspace_option(),
 ) -> None:
     """Show a skill's results.tsv, newest first."""
     from rich.console import Console
@@ -101,17 +140,17 @@ def history(
 
     from workspace.results_tsv import ResultsFile
 
-    ws = _workspace(skills_dir, mode, workspace)
+    ws = _workspace(skills_dir, mode, workspace, "history")
     path = ws.results_tsv(skill)
     if not path.exists():
-        typer.echo(f"luban history: no {mode}-mode records for '{skill}' ({path} does not exist)", err=True)
+        typer.echo(f"luban history: no {ws.mode}-mode records for '{skill}' ({path} does not exist)", err=True)
         raise typer.Exit(2)
     results = ResultsFile(path)
     repair = results.ensure()
     if repair:
         typer.echo(repair.message(path), err=True)
     frame = results.frame().iloc[::-1]
-    table = Table(title=f"{skill} — {mode} mode, newest first", title_justify="left")
+    table = Table(title=f"{skill} — {ws.mode} mode, newest first", title_justify="left")
     columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "stop", "samples", "bound",
                "llm_calls", "eval_mode", "note"]
     for column in columns:
@@ -123,9 +162,9 @@ def history(
 
 @app.command()
 def report(
-    skills_dir: str = typer.Option(".", "--skills-dir", help="The directory holding the skills."),
-    mode: str = typer.Option("full", "--mode", help="Which records: quick or full."),
-    workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: Optional[str] = workspace_option(),
 ) -> None:
     """Rebuild the last run's report from the records alone (Markdown and a PNG chart)."""
     from datetime import datetime, timezone
@@ -136,12 +175,12 @@ def report(
     from scoring.governance.report import RunFacts, chart_png, render
     from workspace.governance_records import mode_history, write_report
 
-    ws = _workspace(skills_dir, mode, workspace)
+    ws = _workspace(skills_dir, mode, workspace, "report")
     frame = mode_history(ws)
     if frame.empty:
-        typer.echo(f"luban report: no {mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
+        typer.echo(f"luban report: no {ws.mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
         raise typer.Exit(2)
-    markdown = render(frame, RunFacts(mode=mode, backups=str(ws.backups())))
+    markdown = render(frame, RunFacts(mode=ws.mode, backups=str(ws.backups())))
     md, png = write_report(ws, markdown, chart_png(frame), datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
     Console().print(Markdown(markdown))
     typer.echo(f"report: {md}\nchart:  {png}")
@@ -162,6 +201,12 @@ def prefect_defaults(home: str | None = None) -> None:
         os.environ.setdefault("PREFECT_HOME", home)
 
 
+JUDGE_HELP = "Model for the judged dimensions (overrides LUBAN_JUDGE_MODEL and luban.toml)."
+TARGET_HELP = "Model that runs the test prompts with and without the skill, for dim8 (overrides LUBAN_TARGET_MODEL)."
+EDITOR_HELP = "Model that proposes the edits (overrides LUBAN_EDITOR_MODEL)."
+CALLS_HELP = "Hard cap on LLM calls for the whole run; the run stops and keeps its records when it is reached."
+
+
 def _llm_flags(judge_model, target_model, editor_model, max_llm_calls) -> dict:
     flags = {"judge_model": judge_model, "target_model": target_model, "editor_model": editor_model,
              "max_llm_calls": max_llm_calls}
@@ -171,67 +216,83 @@ def _llm_flags(judge_model, target_model, editor_model, max_llm_calls) -> dict:
 @app.command()
 def optimize(
     skills: Optional[List[str]] = typer.Argument(None, help="Skill names to optimize (default: all under --skills-dir)."),
-    skills_dir: str = typer.Option(..., "--skills-dir", help="The directory holding <name>/SKILL.md."),
-    mode: str = typer.Option("auto", "--mode", help="quick, full, or auto (the mode router decides)."),
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
     approval: str = typer.Option("cli", "--approval", help="Who answers checkpoints: ui (Prefect UI), auto (safe defaults), cli."),
     max_rounds: Optional[int] = typer.Option(None, "--max-rounds", help="Rounds per skill (default 3 quick, 5 full)."),
     budget: float = typer.Option(0.10, "--budget", help="Edit budget: Levenshtein distance ≤ budget × file length."),
-    workspace: Optional[str] = typer.Option(None, "--workspace", help="Defaults to <skills-dir>/../luban-workspace."),
+    workspace: Optional[str] = workspace_option(),
     init_git: bool = typer.Option(False, "--init-git", help="Make the skills directory a git repository first (full mode)."),
     allow_rename: bool = typer.Option(False, "--allow-rename",
                                       help="Let an edit change a skill's frontmatter name (runtimes invoke skills by it)."),
     resume: bool = typer.Option(False, "--resume", help="Continue after a stop (kept edits and rejected edits are on disk)."),
     approval_timeout: int = typer.Option(3600, "--approval-timeout", help="Seconds a ui checkpoint waits."),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model"),
-    target_model: Optional[str] = typer.Option(None, "--target-model"),
-    editor_model: Optional[str] = typer.Option(None, "--editor-model"),
-    max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls"),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help=JUDGE_HELP),
+    target_model: Optional[str] = typer.Option(None, "--target-model", help=TARGET_HELP),
+    editor_model: Optional[str] = typer.Option(None, "--editor-model", help=EDITOR_HELP),
+    max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help=CALLS_HELP),
 ) -> None:
-    """Run the optimize-skills flow (Phases 0–6) locally."""
-    import json
-
+    """Run the optimize-skills flow (Phases 0–6) locally. The run's summary is one JSON document on stdout."""
+    llm = _llm_flags(judge_model, target_model, editor_model, max_llm_calls)
+    _refuse_early("optimize", skills_dir, skills, mode, approval, budget, workspace, init_git, resume, llm)
     prefect_defaults()
     from flows.optimize import optimize_skills
 
     try:
         result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,  # type: ignore[arg-type]
                                  max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
-                                 allow_rename=allow_rename,
-                                 resume=resume, approval_timeout=approval_timeout,
-                                 llm=_llm_flags(judge_model, target_model, editor_model, max_llm_calls))
+                                 allow_rename=allow_rename, resume=resume, approval_timeout=approval_timeout, llm=llm)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban optimize: {err}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
-    typer.echo(f"report: {result['report']}")
+    _emit_json(result)
+    typer.echo(f"report: {result['report']}", err=True)
 
 
 @app.command()
 def evaluate(
-    skills: Optional[List[str]] = typer.Argument(None, help="Skill names (default: all)."),
-    skills_dir: str = typer.Option(..., "--skills-dir"),
-    mode: str = typer.Option("quick", "--mode", help="quick or full."),
-    workspace: Optional[str] = typer.Option(None, "--workspace"),
+    skills: Optional[List[str]] = typer.Argument(None, help="Skill names (default: all under --skills-dir)."),
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: Optional[str] = workspace_option(),
 ) -> None:
-    """Run Phases 0–1 only: score and record baselines; nothing is edited."""
-    import json
-
+    """Run Phases 0–1 only: score and record baselines; nothing is edited. One JSON document on stdout."""
+    _refuse_early("evaluate", skills_dir, skills, mode, "auto", 0.10, workspace, False, False, {}, evaluate_only=True)
     prefect_defaults()
     from flows.optimize import evaluate_skills
 
     try:
         result = evaluate_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, workspace=workspace, approval="auto")
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban evaluate: {err}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    _emit_json(result)
+
+
+def _refuse_early(command: str, skills_dir: str, skills, mode: str, approval: str, budget: float, workspace, init_git: bool,
+                  resume: bool, llm: dict, evaluate_only: bool = False) -> None:
+    """The run's refusals before any Prefect server starts: one line, exit 2, nothing written."""
+    from flows.preflight import Refused, preflight
+
+    try:
+        preflight(skills_dir, list(skills or []), mode, approval, budget, workspace, init_git, resume, llm, evaluate_only)
+    except Refused as err:
+        _usage_error(str(err), command)
+
+
+def _emit_json(result: dict) -> None:
+    """Exactly one JSON document on stdout (``luban optimize > run.json``); everything else goes to stderr."""
+    import json
+
+    sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
 
 
 @app.command()
 def unfreeze(
-    skill: str = typer.Argument(...),
-    skills_dir: str = typer.Option(..., "--skills-dir"),
-    workspace: Optional[str] = typer.Option(None, "--workspace"),
+    skill: str = typer.Argument(..., help="The skill's directory name."),
+    skills_dir: str = skills_dir_option(),
+    workspace: Optional[str] = workspace_option(),
 ) -> None:
     """Lift a freeze or read-only protection a person has checked (the only way out of a permanent one)."""
     from workspace import profile as profile_store
@@ -239,10 +300,10 @@ def unfreeze(
 
     cleared = []
     for mode in ("quick", "full"):
-        ws = _workspace(skills_dir, mode, workspace)
+        ws = _workspace(skills_dir, mode, workspace, "unfreeze")
         if clear_readonly(ws, skill):
             cleared.append(f"read-only protection ({mode})")
-    ws = _workspace(skills_dir, "full", workspace)
+    ws = _workspace(skills_dir, "full", workspace, "unfreeze")
     if skill in profile_store.load(ws.profile).frozen:
         profile_store.update(ws.profile, lambda p: p.frozen.pop(skill, None))
         cleared.append("freeze")
@@ -274,7 +335,7 @@ def pending() -> None:
 def approve(
     run_id: str = typer.Argument(..., help="The paused flow run's id (see 'luban pending')."),
     reject: bool = typer.Option(False, "--reject", help="Answer no at the checkpoint."),
-    comment: str = typer.Option("", "--comment"),
+    comment: str = typer.Option("", "--comment", help="Why: stored with the answer in the run's records."),
     choice: str = typer.Option("", "--choice", help="For checkpoints that offer choices."),
 ) -> None:
     """Answer a paused run's checkpoint, as the form in the Prefect UI does."""

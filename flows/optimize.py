@@ -8,19 +8,23 @@ flows; otherwise it is a task (see ``Phase``).
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any, Callable
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed, State
 from pydantic import BaseModel, PrivateAttr
 
 from flows import phase_init, phase_optimize, phase_report
 from flows.checkpoints import Approval
 from flows.context import Run, RunOptions
 from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
+from flows.preflight import Refused, check_options, lock_path, preflight
 from judges.llm import BudgetExhausted
 from workspace import run_marker
+from workspace.git_ratchet import GitStateError
 from workspace.lock import WorkspaceLock
 
 
@@ -63,9 +67,19 @@ def phase(name: str) -> Callable[[Callable[..., Any]], Phase]:
     return lambda fn: Phase(name, fn)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Phase 0 found the run cannot start: returned, not raised, so Prefect logs no traceback for it."""
+
+    message: str
+
+
 @phase("phase-0-init")
-def phase_0(options: RunOptions, root_flow_run_id: str | None) -> Run:
-    return phase_init.init(options, root_flow_run_id)
+def phase_0(options: RunOptions, root_flow_run_id: str | None) -> Run | Refusal:
+    try:
+        return phase_init.init(options, root_flow_run_id)
+    except (Refused, GitStateError) as err:
+        return Refusal(str(err))
 
 
 def root_flow_run_id() -> str | None:
@@ -108,24 +122,19 @@ def phase_6(ref: RunRef) -> list[str]:
 def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str, max_rounds: int | None, budget: float,
              workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None,
              allow_rename: bool = False) -> RunOptions:
-    if mode not in ("quick", "full", "auto"):
-        raise ValueError(f"mode must be quick, full or auto, not {mode!r}")
-    if approval not in ("ui", "auto", "cli"):
-        raise ValueError(f"approval must be ui, auto or cli, not {approval!r}")
-    if not 0 < budget <= 0.10:
-        raise ValueError(f"budget must be in (0, 0.10], got {budget}")
-    if llm and "api_key" in llm:
-        raise ValueError("never pass the API key as a parameter (it would be stored with the run); set OPENAI_API_KEY")
+    check_options(mode, approval, budget, llm)
     return RunOptions(skills_dir, tuple(skills or ()), mode, approval, max_rounds, budget, workspace, init_git, resume,  # type: ignore[arg-type]
                       approval_timeout, llm=dict(llm or {}), allow_rename=allow_rename)
 
 
-def _lock_path(options: RunOptions):
-    from pathlib import Path
+def _lock_path(options: RunOptions) -> Path:
+    return lock_path(Path(options.skills_dir), options.workspace)
 
-    skills_dir = Path(options.skills_dir).resolve()
-    root = Path(options.workspace).resolve() if options.workspace else skills_dir.parent / "luban-workspace"
-    return root / "luban.lock"
+
+def _preflight(options: RunOptions) -> None:
+    """The CLI's checks again: a deployment's run reaches the flow without passing through the CLI."""
+    preflight(options.skills_dir, options.skills, options.mode, options.approval, options.budget, options.workspace,
+              options.init_git, options.resume, options.llm, options.evaluate_only)
 
 
 def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, Any]:
@@ -140,14 +149,20 @@ def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, 
 def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "auto", approval: Approval = "auto",
                     max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
                     init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
-                    llm: dict[str, Any] | None = None, allow_rename: bool = False) -> dict[str, Any]:
+                    llm: dict[str, Any] | None = None, allow_rename: bool = False) -> dict[str, Any] | State:
     """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6)."""
-    options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume, approval_timeout, llm,
-                       allow_rename)
+    try:
+        options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
+                           approval_timeout, llm, allow_rename)
+        _preflight(options)
+    except Refused as err:
+        return Failed(message=str(err))  # a refusal, not a crash: one line, no traceback
     with WorkspaceLock(_lock_path(options)) as lock, run_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
         run = phase_0(approval, options, root_flow_run_id())
+        if isinstance(run, Refusal):
+            return Failed(message=run.message)
         try:
             if phase_0_5(approval, RunRef.of(run)) and phase_1(approval, RunRef.of(run)):
                 phase_2(approval, RunRef.of(run))
@@ -163,12 +178,18 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
 
 @prompt_heartbeat_flow(name="evaluate-skills", log_prints=True)
 def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "quick", workspace: str | None = None,
-                    approval: Approval = "auto", llm: dict[str, Any] | None = None) -> dict[str, Any]:
+                    approval: Approval = "auto", llm: dict[str, Any] | None = None) -> dict[str, Any] | State:
     """Phases 0–1 only: score every skill and record the baseline; nothing is edited."""
-    options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
-                      evaluate_only=True)
+    try:
+        options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
+                          evaluate_only=True)
+        _preflight(options)
+    except Refused as err:
+        return Failed(message=str(err))
     with WorkspaceLock(_lock_path(options)), run_heartbeats():
         run = phase_0(approval, options, root_flow_run_id())
+        if isinstance(run, Refusal):
+            return Failed(message=run.message)
         try:
             phase_0_5(approval, RunRef.of(run))
             phase_1(approval, RunRef.of(run))

@@ -12,10 +12,10 @@ from prefect import get_run_logger
 from flows.checkpoints import checkpoint
 from flows.context import Run, RunOptions
 from flows.events import emit
+from flows.preflight import Refused, Scope, find_skills, recorded_rows, routed
 from judges.backend import make_backend
 from judges.settings import resolve
 from scoring.governance.alerts import check_alerts, run_metrics
-from scoring.governance.mode_router import route
 from scoring.governance.roi import earlier_runs, roi_precheck
 from workspace import meta_learnings, profile as profile_store, rejected_edits, run_marker, test_prompts
 from workspace.file_ratchet import FileRatchet, check_readonly
@@ -26,18 +26,13 @@ from workspace.manifest import ManifestWriter, save_round_backup
 from workspace.results_tsv import ResultsFile, Status, Stop
 
 
-class RunRefused(RuntimeError):
-    """The run cannot start; the message says why and what to do."""
+RunRefused = Refused  # the run cannot start; the message says why and what to do
 
 
 def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], records: int) -> tuple[str, list[str]]:
     if options.mode in ("quick", "full"):
         return options.mode, [f"mode {options.mode} given explicitly"]
-    routes = []
-    for skill in skills:
-        text = (skills_dir / skill / "SKILL.md").read_text(encoding="utf-8", errors="replace")
-        routes.append(route(text, text.count("\n") + 1, 0, 0, records))
-    decision = max(routes, key=lambda r: r.m)
+    decision = routed(Scope(skills_dir, tuple(skills)), records)
     reasons = [f"mode router: {decision.band} (M = {decision.m:.4f})", *decision.reasons]
     suggested = decision.mode or "quick"
     undecided = "\n\nThe router cannot decide on its own: choose." if decision.pause or decision.mode is None else ""
@@ -84,20 +79,14 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
 
     ``flow_run_id`` is the root flow run's: the key of this run's marker in the workspace."""
     logger = get_run_logger()
-    skills_dir = Path(options.skills_dir).resolve()
-    if not skills_dir.is_dir():
-        raise RunRefused(f"--skills-dir {skills_dir} is not a directory")
-    available = sorted(p.parent.name for p in skills_dir.glob("*/SKILL.md"))
-    skills = list(options.skills) or available
-    missing = [s for s in skills if s not in available]
-    if missing:
-        raise RunRefused(f"no SKILL.md for {', '.join(missing)} under {skills_dir}; available: {', '.join(available) or 'none'}")
+    scope = find_skills(options.skills_dir, options.skills)
+    skills_dir, skills = scope.skills_dir, list(scope.skills)
     settings = resolve(options.llm, os.environ, Path(options.skills_dir) / "luban.toml")
     probe = Workspace.open(skills_dir, "full", Path(options.workspace) if options.workspace else None)
     marker = None if options.evaluate_only else run_marker.load(probe.root, flow_run_id)
     if marker and marker.get("mode") in ("quick", "full"):  # Prefect runs a resumed suspension again from the top
         options = replace(options, mode=marker["mode"], resume=True)
-    records = sum(len(ResultsFile(p).rows()) for p in probe.root.glob("*/*/results.tsv"))
+    records = recorded_rows(probe.root)
     unreadable = _unreadable(skills_dir, skills)  # before anything else reads them: a FIFO, a link out, a 50 MB file
     skills = [s for s in skills if s not in unreadable]
     mode, reasons = choose_mode(options, skills_dir, skills, records)
@@ -135,6 +124,26 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
     _alerts(run)
     logger.info("Phase 0: %s mode, %d skill(s) (%s), backend %s", mode, len(run.skills), ", ".join(run.skills), backend.name)
     return run
+
+
+def appended(existing: list, designed: list) -> list:
+    """``existing`` and then ``designed``, renumbered after the largest numeric id (a person's ids may be words)."""
+    next_id = max((int(p.id) for p in existing if str(p.id).isdigit()), default=0) + 1
+    return existing + [p.model_copy(update={"id": next_id + i, "held_out": False}) for i, p in enumerate(designed)]
+
+
+def prompts_summary(skill: str, prompts: list) -> str:
+    """What a person approves at the test-prompts checkpoint: every prompt, not a count."""
+    lines = [f"{skill}: {len(prompts)} prompts ({sum(p.held_out for p in prompts)} held out)"]
+    for p in prompts:
+        held = " [held out]" if p.held_out else ""
+        lines.append(f"  {p.id}. ({p.type}){held} {_one_line(p.prompt)}\n     expected: {_one_line(p.expected)}")
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
@@ -207,8 +216,7 @@ def design_prompts(run: Run) -> bool:
                 prompts, how = existing, "reused"
             elif answer.choice == "append" and existing:
                 designed, how = tasks.design_prompts(run.backend, text, skill)
-                next_id = max(int(p.id) for p in existing if str(p.id).isdigit()) + 1 if existing else 1
-                prompts = existing + [p.model_copy(update={"id": next_id + i, "held_out": False}) for i, p in enumerate(designed)]
+                prompts = appended(existing, designed)
         if prompts is None:
             prompts, how = tasks.design_prompts(run.backend, text, skill)
         prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
@@ -216,7 +224,7 @@ def design_prompts(run: Run) -> bool:
             run.notices.append(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
         test_prompts.save(path, prompts)
         run.prompts[skill] = prompts
-    summary = "\n".join(f"- {s}: {len(p)} prompts ({sum(x.held_out for x in p)} held out)" for s, p in run.prompts.items())
+    summary = "\n\n".join(prompts_summary(s, p) for s, p in run.prompts.items())
     answer = run.ask("test-prompts", summary)
     if not answer.approved:
         run.stopped = ("no answer at the test-prompts checkpoint: resumable with 'luban optimize --resume'"

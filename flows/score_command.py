@@ -69,7 +69,11 @@ def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
     text, error = source_text(source)
     if text is None:
         return None, error
-    return score_document(parse(text), source.name, source.files), None
+    try:
+        return score_document(parse(text), source.name, source.files), None
+    except Exception as err:  # noqa: BLE001 - one skill the scorer cannot read must not stop the gate for the others
+        return None, (f"{source.path}: the scorer failed on this file ({type(err).__name__}: {err}); the other skills "
+                      "were scored. Please report it with the file attached")
 
 
 def collect(options: ScoreOptions) -> list[SkillResult]:

@@ -10,7 +10,12 @@ Readings where RUBRIC.md is silent, recorded here as it asks:
 - Frontmatter whose opening ``---`` is never closed is invalid frontmatter; the
   body is then the whole text, since no block could be delimited.
 - A heading's or paragraph's rendered text joins text, code spans and image alt
-  text; soft and hard line breaks render as a newline; raw HTML is markup.
+  text; raw HTML is markup. (RUBRIC.md: each soft or hard line break reads as one
+  space, so a setext heading over two lines is one phrase: ``How to`` / ``use``
+  is "How to use".)
+- Any exception the YAML loader raises means the frontmatter does not parse
+  (RUBRIC.md): libyaml raises ValueError for ``2024-02-30`` and others for unknown
+  tags, not only YAMLError; the skill is still scored.
 """
 
 from __future__ import annotations
@@ -160,10 +165,28 @@ def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | N
         return None, FrontmatterError(line, f"frontmatter is not valid YAML: {err.problem or err}")
     except yaml.YAMLError as err:
         return None, FrontmatterError(1, f"frontmatter is not valid YAML: {err}")
+    except Exception as err:  # noqa: BLE001 - RUBRIC.md: any loader exception (a date like 2024-02-30, a bad tag) is "does not parse"
+        return None, FrontmatterError(_failing_value_line(source), f"frontmatter does not load as YAML "
+                                      f"({type(err).__name__}: {err}); quote the value, e.g. date: \"2024-02-30\"")
     if not isinstance(value, dict):
         kind = "empty" if value is None else f"a {type(value).__name__}"
         return None, FrontmatterError(2, f"frontmatter is {kind}, not a mapping; write 'name: …' and 'description: …' lines")
     return value, None
+
+
+def _failing_value_line(source: str) -> int:
+    """The file line of the first top-level value that will not construct (errors such as ValueError carry no mark)."""
+    try:
+        root = yaml.compose(source, Loader=_YAML_LOADER)  # noqa: S506 - composing builds nodes, runs no tags
+    except Exception:  # noqa: BLE001 - no line to point at beyond the frontmatter's first
+        return 2
+    pairs = root.value if isinstance(root, yaml.MappingNode) else []
+    for key, value in pairs:
+        try:
+            yaml.constructor.SafeConstructor().construct_object(value, deep=True)
+        except Exception:  # noqa: BLE001 - this is the value the loader could not build
+            return key.start_mark.line + 2  # +1 for 1-based, +1 for the opening '---'
+    return 2
 
 
 def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...]]:
@@ -198,7 +221,7 @@ def render_inline(children: list[Token]) -> str:
         if child.type in _TEXT_TOKENS:
             parts.append(child.content)
         elif child.type in _BREAK_TOKENS:
-            parts.append("\n")
+            parts.append(" ")
         elif child.type == "image" and child.children:
             parts.append(render_inline(child.children))
     return "".join(parts).strip()

@@ -22,6 +22,7 @@ The guards, as the issue lists them: an edit may not
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 from collections import Counter
 from dataclasses import dataclass
 from typing import AbstractSet, Iterator
@@ -32,6 +33,7 @@ from scoring.validation import scan_references
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$")
 _INLINE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)|!?\[[^\]\n]*\]\([^)\n]*\)|<[a-z][a-z0-9+.-]*:[^>\s]*>", re.IGNORECASE)
+_LINK_PARTS = re.compile(r"(?P<label>!?\[[^\]\n]*\])\((?P<dest>[^)\s]*)\)")
 _PLACEHOLDER = re.compile(r"<[^<>/]+>|\{[^{}/]+\}")
 _WORDY = re.compile(r"[^\W\d_]{3}|[\u4e00-\u9fff]{2}")
 
@@ -93,7 +95,7 @@ def check_edit(text: str, edited: str, edit: Edit, files: AbstractSet[str], allo
 def check_span(text: str, edited: str, span: Span, files: AbstractSet[str], allow_rename: bool = False) -> list[Refusal]:
     """``check_edit`` for a change given by where it lands (``span_between`` finds it for any two versions)."""
     before, after = parse(text), parse(edited)
-    refusals = list(_inside_protected(text, before, span)) + list(_splits_block(text, before, after, span))
+    refusals = list(_inside_protected(text, before, span, files)) + list(_splits_block(text, before, after, span))
     refusals += _empty_headings(before, after) + _live_references(before, after, files)
     refusals += _renamed(before, after, allow_rename) + _repeated_lines(text, span)
     return refusals
@@ -155,7 +157,7 @@ def _char_range(starts: list[int], text: str, first: int, last: int) -> tuple[in
     return starts[first - 1], end
 
 
-def _inside_protected(text: str, doc: SkillDocument, span: Span) -> Iterator[Refusal]:
+def _inside_protected(text: str, doc: SkillDocument, span: Span, files: AbstractSet[str]) -> Iterator[Refusal]:
     starts = _line_starts(text)
     for kind, first, last in _blocks(text, doc):
         if kind not in ("code", "html", "table"):
@@ -166,10 +168,21 @@ def _inside_protected(text: str, doc: SkillDocument, span: Span) -> Iterator[Ref
                           f"the edit writes inside a {'code block' if kind == 'code' else kind + ' block' if kind == 'html' else 'table'}"
                           f" (lines {first}–{last}); put new text before or after it, never in it")
     for match in _INLINE.finditer(text):
-        if _cuts_into(span, match.start(), match.end(), inline=True):
+        if _cuts_into(span, match.start(), match.end(), inline=True) and not _repoints_dead_link(text, match, span, files):
             what = "an inline code span" if match.group(0).startswith("`") else "a link"
             yield Refusal("inside-inline", _line_at(starts, span.start),
                           f"the edit writes inside {what} ({match.group(0)[:40]!r}); change text around it, not in it")
+
+
+def _repoints_dead_link(text: str, link: re.Match[str], span: Span, files: AbstractSet[str]) -> bool:
+    """The one change allowed inside a link: its destination, from a file the skill lacks to one it has (a moved file)."""
+    if not link.start() <= span.start <= span.end <= link.end():
+        return False
+    before = _LINK_PARTS.fullmatch(link.group(0))
+    after = _LINK_PARTS.fullmatch(text[link.start() : span.start] + span.new + text[span.end : link.end()])
+    if not before or not after or before.group("label") != after.group("label"):
+        return False
+    return unquote(before.group("dest")) not in files and unquote(after.group("dest")) in files
 
 
 def _cuts_into(span: Span, low: int, high: int, inline: bool = False) -> bool:

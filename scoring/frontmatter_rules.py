@@ -17,10 +17,12 @@ from scoring.model import Check, DimensionScore
 NAME_PATTERN = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 WHEN_CUE = re.compile(
     r"\buse (this( skill)? |it )?(when|whenever|for|if)\b|\bwhen (the )?(user|you)|trigger|invoke"
-    r"|适用|当.{0,30}时|时使用|触发|用户(说|提到|要求|需要)|使用场景",
-    re.IGNORECASE,
+    r"|适用|当.{0,30}时|时使用|触发|用户(说|提到|要求|需要)|使用场景"
+)  # matched against str.lower() of the description (RUBRIC.md: "case-insensitive"), never re.IGNORECASE:
+# the two differ (re.IGNORECASE lets "ſ" match "s" and "K", the Kelvin sign, match "k")
+TRIGGER_WORDS = re.compile(
+    r"触发词|关键词|trigger word|trigger phrase|triggers include|triggers:|keyword|mentions|says|asks for|提到|说"
 )
-TRIGGER_WORDS = re.compile(r"触发词|关键词|trigger word|keyword|mentions|says|asks for|提到|说", re.IGNORECASE)
 _SENTENCE_SPLIT = re.compile(r"[.。!！?？;；\n]")
 _PAIRED_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("‘", "’"))
 _SYMMETRIC_QUOTES = ('"', "`")
@@ -86,7 +88,7 @@ def _description_problem(fm: dict | None, description: object) -> str:
 
 def _check_what(description: str) -> Check:
     for sentence in _SENTENCE_SPLIT.split(description):
-        if WHEN_CUE.search(sentence):
+        if WHEN_CUE.search(sentence.lower()):
             continue
         if len("".join(sentence.split())) >= 8:
             return Check("what", True, f"says what it does: '{sentence.strip()[:60]}'")
@@ -94,7 +96,7 @@ def _check_what(description: str) -> Check:
 
 
 def _check_when(description: str) -> Check:
-    cue = WHEN_CUE.search(description)
+    cue = WHEN_CUE.search(description.lower())
     if cue:
         return Check("when", True, f"when-cue '{cue.group(0)}'")
     return Check("when", False, "no when-cue; add e.g. 'Use when the user …' / '当用户…时使用'")
@@ -113,7 +115,7 @@ def _check_triggers(description: str) -> Check:
     phrases = quoted_phrases(description)
     if phrases:
         return Check("triggers", True, f"quoted trigger phrase '{phrases[0]}'")
-    word = TRIGGER_WORDS.search(description)
+    word = TRIGGER_WORDS.search(description.lower())
     if word:
         return Check("triggers", True, f"trigger word '{word.group(0)}'")
     return Check("triggers", False, 'no trigger words; quote what the user says, e.g. "review my PR"')

@@ -59,9 +59,8 @@ CHAPTER_GROUPS: dict[str, tuple[str, ...]] = {
 }
 LEADING_NUMBERING = re.compile(
     r"^(\d+(\.\d+)*[.)、:：]?|[一二三四五六七八九十百]+[、.．:：]|(step|phase)\s*\d+(\.\d+)?\s*[:：.)-]?"
-    r"|第[一二三四五六七八九十百\d]+[步章节部分阶段]\s*[:：、]?)\s*",
-    re.IGNORECASE,
-)
+    r"|第[一二三四五六七八九十百\d]+[步章节部分阶段]\s*[:：、]?)\s*"
+)  # applied to lower-cased text (RUBRIC.md: case-insensitive is str.lower(), not re.IGNORECASE)
 _MIN_DUPLICATE_PARAGRAPH = 40
 _NOT_ALNUM = re.compile(r"[\W_]+")  # \w is exactly str.isalnum() plus "_" (a test checks every code point)
 _NUMBERING_FIRST = frozenset("一二三四五六七八九十百第sp")  # what LEADING_NUMBERING can start with, besides \d

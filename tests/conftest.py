@@ -19,6 +19,17 @@ def corpus_dir() -> Path:
     return CORPUS
 
 
+@pytest.fixture(scope="session", params=["corpus", "generated"])
+def skill_collection(request, tmp_path_factory) -> Path:
+    """Real public skills when present (else skipped), and always a generated set (tests/support/generated_skills.py):
+    whatever the corpus proves is proved on data the repository makes, so a clone on its own checks it too."""
+    if request.param == "corpus":
+        return request.getfixturevalue("corpus_dir")
+    from tests.support.generated_skills import write_generated
+
+    return write_generated(tmp_path_factory.mktemp("generated"), count=24, seed=7)
+
+
 @pytest.fixture
 def corpus_copy(corpus_dir: Path, tmp_path: Path) -> Path:
     """A writable copy: the corpus itself is read-only input."""

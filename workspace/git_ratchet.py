@@ -9,6 +9,7 @@ never ``reset --hard``.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,13 +28,24 @@ class GitStateError(RuntimeError):
 
 
 class DirtySkillError(GitStateError):
-    def __init__(self, skill: str, files: list[str]):
+    def __init__(self, skill: str, files: list[str], repo_root: Path, directory: Path):
         self.skill, self.files = skill, files
         listing = "\n".join(f"  {f}" for f in files)
         super().__init__(
             f"skill '{skill}' has uncommitted changes; commit or stash them first "
-            f"(git stash push -- {skill}):\n{listing}"
+            f"({stash_hint(repo_root, directory)}):\n{listing}"
         )
+
+
+def stash_hint(repo_root: Path, directory: Path, cwd: Path | None = None) -> str:
+    """A `git stash` command that works from the current directory: git reads a pathspec relative to it."""
+    here = (cwd or Path.cwd()).resolve()
+    root = repo_root.resolve()
+    if here == root or root in here.parents:
+        return f"git stash push -- {shlex.quote(os.path.relpath(directory.resolve(), here))}"
+    where = os.path.relpath(root, here)
+    where = str(root) if where.startswith("..") else where  # above the current directory: the absolute path reads better
+    return f"git -C {shlex.quote(where)} stash push -- {shlex.quote(os.path.relpath(directory.resolve(), root))}"
 
 
 def not_a_repository_message(skills_dir: Path) -> str:
@@ -93,7 +105,7 @@ class GitRatchet:
         for skill in skills:
             files = dirty_files(repo, workspace.skill_file(skill).parent)
             if files:
-                raise DirtySkillError(skill, files)
+                raise DirtySkillError(skill, files, Path(str(repo.working_tree_dir)), workspace.skill_file(skill).parent)
         branch = _free_branch_name(repo, now)
         original = repo.head.commit.hexsha
         repo.git.checkout("-b", branch)  # keeps unrelated dirty files as they are

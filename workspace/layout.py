@@ -115,3 +115,30 @@ def new_stamped_dir(parent: Path, now: datetime, attempts: int = 3) -> Path:
         f"{parent}/{stamp}, -2 and -3 all exist already; wait a minute and start again, "
         "or remove old backups you no longer need"
     )
+
+
+def default_root(skills_dir: Path) -> Path:
+    return skills_dir.resolve().parent / "luban-workspace"
+
+
+def find_workspace(skills_dir: Path) -> Path | None:
+    """The workspace a run on ``skills_dir`` wrote (``<skills>/../luban-workspace``), or None.
+
+    When ``skills_dir`` is the current directory and holds no skill, it is more likely the folder *above* the
+    skills (``luban optimize --skills-dir skills`` run from there): its ``./luban-workspace`` is taken too."""
+    candidates = [default_root(skills_dir)]
+    if skills_dir.resolve() == Path.cwd().resolve() and not any(skills_dir.glob("*/SKILL.md")):
+        candidates.append(skills_dir.resolve() / "luban-workspace")
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def newest_mode(root: Path) -> Mode | None:
+    """The mode whose records changed last: what ``history`` and ``report`` show when no mode is given."""
+    newest: tuple[float, Mode] | None = None
+    for mode in MODES:
+        for path in (root / mode).glob("*/results.tsv"):
+            stamp = path.stat().st_mtime
+            if newest is None or stamp > newest[0]:
+                newest = (stamp, mode)
+    return newest[1] if newest else None
+

@@ -77,6 +77,23 @@ class WorkspaceLock:
         self.release()
 
 
+def holder(path: Path) -> str | None:
+    """Who holds the lock at ``path`` (None when nobody does), without creating or changing anything.
+
+    Asked before a run starts, so a refusal leaves no lock file behind and names the run in the way."""
+    try:
+        handle = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _describe(_read(path))
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
 def acquire_with_timeout(path: Path, timeout: float, poll: float = 0.05) -> WorkspaceLock:
     """For short critical sections (profile and meta-learning writes): wait up to ``timeout``."""
     deadline = time.monotonic() + timeout

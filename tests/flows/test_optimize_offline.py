@@ -62,7 +62,7 @@ def test_full_run_keeps_only_improvements_and_records_everything(example_skills:
     assert json.loads(manifest.read_text())["branch"] == result["branch"]
 
 
-def test_offline_over_the_corpus_every_kept_edit_is_a_mechanical_fix_that_passes_every_guard(corpus_dir: Path,
+def test_offline_over_the_corpus_every_kept_edit_is_a_mechanical_fix_that_passes_every_guard(skill_collection: Path,
                                                                                           tmp_path: Path):
     """Offline, over every public skill: only SKILL.md files change; each kept edit is one of the mechanical fixes,
     passes the structural guards, and inserts no block — so no two skills receive the same one."""
@@ -71,7 +71,7 @@ def test_offline_over_the_corpus_every_kept_edit_is_a_mechanical_fix_that_passes
     from workspace.skill_source import list_files
 
     skills = tmp_path / "skills"
-    for source in sorted(p.parent for p in corpus_dir.rglob("SKILL.md")):
+    for source in sorted(p.parent for p in skill_collection.rglob("SKILL.md")):
         shutil.copytree(source, skills / source.name)
     before = {p: p.read_bytes() for p in skills.rglob("*") if p.is_file()}
     result = optimize_skills(skills_dir=str(skills), mode="quick", approval="auto", max_rounds=3)

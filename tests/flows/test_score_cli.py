@@ -161,15 +161,15 @@ def test_usage_errors_exit_2_with_the_fix():
     assert CliRunner().invoke(app, ["score", ".", "--fail-under", "abc"]).exit_code == 2
 
 
-def test_corpus_scores_without_errors_twice_identically(corpus_dir: Path):
+def test_corpus_scores_without_errors_twice_identically(skill_collection: Path):
     """Every public SKILL.md scores, in two separate processes, to the same bytes."""
-    command = [sys.executable, "-m", "flows.cli", "score", str(corpus_dir), "--json"]
+    command = [sys.executable, "-m", "flows.cli", "score", str(skill_collection), "--json"]
     first = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT, check=False)
     second = subprocess.run(command, capture_output=True, text=True, cwd=REPO_ROOT, check=False)
     assert first.returncode == 0, first.stderr
     assert first.stdout == second.stdout
     doc = json.loads(first.stdout)
-    expected = sorted(str(p) for p in corpus_dir.rglob("SKILL.md"))
+    expected = sorted(str(p) for p in skill_collection.rglob("SKILL.md"))
     assert sorted(s["path"] for s in doc["skills"]) == expected
     assert not [s for s in doc["skills"] if "error" in s]
     assert all(s["dims"]["dim1"]["score"] in (0, 10) for s in doc["skills"])
@@ -189,3 +189,18 @@ def test_score_path_imports_nothing_heavy(skills: Path):
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, check=False)
     assert "HEAVY []" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value", ["date: 2024-02-30", "date: 2024-13-01", "tags: !!int x"])
+def test_frontmatter_the_loader_rejects_fails_one_check_and_the_batch_goes_on(skills: Path, value: str):
+    """Before the amended rubric this crashed the whole batch (exit 2 with no file named, or a raw traceback)."""
+    broken = GOOD.format(name="dated-skill").replace("---\n#", f"{value}\n---\n#", 1)
+    write_skill(skills, "dated-skill", broken, {"references/guide.md": "# Guide\n"})
+    code, doc = run_json(str(skills))
+    assert code == 0, doc
+    by_name = {s["skill"]: s for s in doc["skills"]}
+    assert set(by_name) == {"good-skill", "weak-skill", "dated-skill"}
+    dated = by_name["dated-skill"]
+    assert dated["dims"]["dim1"]["score"] == 0
+    assert dated["dims"]["dim1"]["checks"]["frontmatter"] is False
+    assert "line 4: frontmatter does not load" in dated["dims"]["dim1"]["check_reasons"]["frontmatter"]

@@ -118,14 +118,14 @@ def _three_edits(text: str, files: frozenset[str], name: str) -> float:
     return score_skill(text, name, files).deterministic_subtotal - start
 
 
-def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_guard(corpus_dir: Path):
+def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_guard(skill_collection: Path):
     """Offline, over real public skills: every edit proposed for any dimension is one of the mechanical fixes, passes
     the structural guards, and inserts no block (a mechanical fix removes or re-points; it writes nothing new)."""
     from judges.offline_strategies import MECHANICAL
     from scoring.edit_guards import check_edit, inserted_block
 
     proposed = 0
-    for path in sorted(corpus_dir.rglob("SKILL.md")):
+    for path in sorted(skill_collection.rglob("SKILL.md")):
         text, files = _read(path)
         name = path.parent.name
         for dim in ("dim1", "dim2", "dim3", "dim4", "dim5", "dim6", "dim7", "dim8", "dim9"):
@@ -138,6 +138,26 @@ def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_gu
             assert check_edit(text, proposal.edited_text, edit, files) == []
             assert inserted_block(text, edit) == ""
     assert proposed >= 1  # the corpus has mechanical defects too (a heading jump, a moved path): they are fixed
+
+
+@pytest.mark.parametrize("seed", [3, 11, 29])
+def test_offline_proposals_on_generated_skills_fix_every_planted_defect_and_nothing_else(tmp_path: Path, seed: int):
+    """Other seeds than the fixture's: each planted defect kind is proposed for, and every proposal is mechanical."""
+    from judges.offline_strategies import MECHANICAL
+    from scoring.edit_guards import check_edit, inserted_block
+    from tests.support.generated_skills import write_generated
+
+    strategies: set[str] = set()
+    for path in sorted(write_generated(tmp_path, count=16, seed=seed).rglob("SKILL.md")):
+        text, files = _read(path)
+        for dim in ("dim1", "dim3", "dim4", "dim5", "dim6", "dim7", "dim9"):
+            proposal = propose_checked(OfflineBackend(), ProposalRequest(text, path.parent.name, files, dim))
+            if proposal.edit is not None:
+                assert proposal.edit.strategy in MECHANICAL
+                assert check_edit(text, proposal.edited_text, proposal.edit, files) == []
+                assert inserted_block(text, proposal.edit) == ""
+                strategies.add(proposal.edit.strategy)
+    assert strategies == set(MECHANICAL)
 
 
 def _read(path: Path):

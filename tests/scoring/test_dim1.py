@@ -183,3 +183,29 @@ def test_no_filler_rule(description, ok):
 def test_chinese_description_passes_all_checks():
     text = skill_text("b", name="zh-skill", description="把会议纪要整理成中文周报。当用户说「写周报」时使用。")
     assert dim1(text, "zh-skill").score == 10
+
+
+@pytest.mark.parametrize("phrase", ["Trigger phrase: review my pull request",
+                                    "Triggers include review requests from the team",
+                                    "Triggers: review, audit, check"])
+def test_trigger_keywords_added_by_the_amended_rubric(phrase):
+    description = f"Reviews pull requests against the team checklist. Use when reviewing code. {phrase}"
+    assert checks(skill_text("# Body\n", description=description))["triggers"]
+
+
+@pytest.mark.parametrize("description, check, passes", [
+    # "ſ" (long s) matches "s" under re.IGNORECASE, but str.lower() leaves it: not the word "says"
+    ("Formats SQL queries to the team style. Use when the user ſays format.", "triggers", False),
+    ("Formats SQL queries to the team style. Use when the user SAYS format.", "triggers", True),
+    # the Kelvin sign lower-cases to "k": the rubric's str.lower() reads "Keyword" as "keyword"
+    ("Formats SQL queries to the team style. Use when asked. \u212aeyword format.", "triggers", True),
+    ("Formats SQL queries to the team ſtyle. Uſe when the uſer aſks.", "when", False),
+])
+def test_case_insensitive_means_str_lower(description, check, passes):
+    assert checks(skill_text("# Body\n", description=description))[check] is passes
+
+
+@pytest.mark.parametrize("description", ["   ", "\t\n  ", "\u3000"])
+def test_a_whitespace_only_description_is_empty(description):
+    result = checks(skill_text("# Body\n", description=description))
+    assert result["description"] is False

@@ -169,3 +169,36 @@ def test_escapes_and_entities_render_as_one_text_without_markdown_its_text_join_
     assert [h.text for h in doc.headings] == ["Keep *stars* & code \\"]
     assert [p.text for p in doc.paragraphs] == ["See a <b> _c and 5 > 3 ©"]
     assert [link.target for link in doc.links] == ["code", "assets/x.png"]
+
+
+@pytest.mark.parametrize("value", ["date: 2024-02-30", "date: 2024-13-01", "tags: !!int x", "when: !!timestamp nope"])
+def test_any_loader_exception_means_the_frontmatter_does_not_parse_and_the_skill_is_still_scored(value):
+    """RUBRIC.md (amended): libyaml raises ValueError and others, not only YAMLError, for these."""
+    from scoring.rubric import score_document
+
+    d = parse(f"---\nname: demo\n{value}\n---\n# Body\n\nSome text.\n")
+    assert d.frontmatter is None
+    assert d.frontmatter_error is not None and "does not load" in d.frontmatter_error.message
+    assert d.frontmatter_error.line == 3  # the line of the value, in the file
+    scored = score_document(d, "demo", frozenset())
+    assert scored.dim("dim1").score == 0
+    assert "frontmatter" in [c.name for c in scored.dim("dim1").checks if not c.passed]
+
+
+@pytest.mark.parametrize("text, heading", [
+    ("How to\nuse\n===\n", "How to use"),  # setext over two lines: a soft break
+    ("Steps  \nto run\n---\n", "Steps to run"),  # two trailing spaces: a hard break
+    ("Steps\\\nto run\n---\n", "Steps to run"),  # backslash: a hard break
+])
+def test_soft_and_hard_breaks_read_as_one_space(text, heading):
+    assert [h.text for h in parse(text).headings] == [heading]
+
+
+def test_a_two_line_setext_heading_counts_for_its_chapter_group():
+    from scoring.structure_rules import chapter_groups
+
+    assert "workflow" in chapter_groups(parse("How to\nuse\n===\n\ntext\n").headings)
+
+
+def test_paragraph_text_joins_its_lines_with_one_space():
+    assert parse("first line\nsecond line\n").paragraphs[0].text == "first line second line"

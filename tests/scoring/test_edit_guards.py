@@ -123,3 +123,21 @@ def test_the_same_block_normalized_is_the_same_block_and_tweaks_are_not_blocks()
 def test_span_between_finds_the_one_region_that_differs(before, after):
     span = span_between(before, after)
     assert before[: span.start] + span.new + before[span.end:] == after
+
+
+def test_a_dead_link_may_be_pointed_at_the_file_that_moved_and_nothing_else_inside_a_link():
+    """Found on generated skills: the moved-reference fix on a Markdown link was refused as 'inside a link'."""
+    from scoring.edit_guards import check_edit
+    from scoring.edits import Edit, apply_edit
+
+    text = "---\nname: x\ndescription: d\n---\n# X\n\nRead [the notes](fixture.md) first.\n"
+    files = frozenset({"SKILL.md", "references/fixture.md", "references/other.md"})
+    moved = Edit("dim6", "(fixture.md)", "(references/fixture.md)", "moved", 1.0)
+    assert check_edit(text, apply_edit(text, moved), moved, files) == []
+    elsewhere = Edit("dim6", "(fixture.md)", "(references/missing.md)", "a guess", 1.0)  # not a file the skill has
+    assert [r.guard for r in check_edit(text, apply_edit(text, elsewhere), elsewhere, files)] == ["inside-inline"]
+    label = Edit("dim6", "[the notes]", "[the NEVER notes]", "stuffing", 1.0)
+    assert "inside-inline" in [r.guard for r in check_edit(text, apply_edit(text, label), label, files)]
+    live_text = text.replace("(fixture.md)", "(references/other.md)")
+    swap = Edit("dim6", "(references/other.md)", "(references/fixture.md)", "swap a live one", 1.0)
+    assert "inside-inline" in [r.guard for r in check_edit(live_text, apply_edit(live_text, swap), swap, files)]

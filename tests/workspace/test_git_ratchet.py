@@ -108,8 +108,27 @@ def test_dirty_skill_stops_the_run_with_the_files(tmp_path: Path):
     with pytest.raises(DirtySkillError) as caught:
         GitRatchet.start(ws, ["alpha"], NOW)
     assert caught.value.files == ["skills/alpha/SKILL.md", "skills/alpha/new.md"]
-    assert "git stash" in str(caught.value)
+    assert "stash push -- skills/alpha" in str(caught.value)
     assert repo.active_branch.name == "main"
+
+
+@pytest.mark.parametrize("where", ["repo", "repo/skills", "repo/skills/alpha", ".", "elsewhere"])
+def test_the_stash_hint_works_from_the_current_directory(tmp_path: Path, monkeypatch, where: str):
+    """The old hint, `git stash push -- alpha`, failed from the repository's root (git reads the pathspec from cwd)."""
+    import re
+    import subprocess
+
+    repo, ws = make_repo(tmp_path)
+    ws.skill_file("alpha").write_text("uncommitted\n")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / where)
+    with pytest.raises(DirtySkillError) as caught:
+        GitRatchet.start(ws, ["alpha"], NOW)
+    hint = re.search(r"\((git [^)]*)\)", str(caught.value))
+    assert hint, str(caught.value)
+    done = subprocess.run(hint.group(1), shell=True, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, (hint.group(1), done.stderr)
+    assert repo.git.status("--porcelain") == ""  # the skill's change is in the stash now
 
 
 def test_temp_files_of_a_killed_run_do_not_count_as_dirty(tmp_path: Path):

@@ -1,0 +1,127 @@
+"""Everything a run can be refused for, checked before any Prefect server or flow starts.
+
+A refusal is one message that names the problem and a fix that works from the
+current directory; nothing is created on disk (no workspace, no lock file, no
+branch). The flow checks the same options again (a deployment run skips the
+CLI), so the rules live here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MODES = ("quick", "full", "auto")
+APPROVALS = ("ui", "auto", "cli")
+
+
+class Refused(ValueError):
+    """The run cannot start; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a run may start on: the skills directory and the skills in it."""
+
+    skills_dir: Path
+    skills: tuple[str, ...]
+
+
+def check_options(mode: str, approval: str, budget: float, llm: dict[str, Any] | None) -> None:
+    if mode not in MODES:
+        raise Refused(f"--mode must be quick, full or auto, not {mode!r}")
+    if approval not in APPROVALS:
+        raise Refused(f"--approval must be ui, auto or cli, not {approval!r}")
+    if not 0 < budget <= 0.10:
+        raise Refused(f"--budget must be in (0, 0.10], got {budget}")
+    if llm and "api_key" in llm:
+        raise Refused("never pass the API key as a parameter (it would be stored with the run); set OPENAI_API_KEY")
+
+
+def find_skills(skills_dir: str, named: tuple[str, ...] | list[str]) -> Scope:
+    """The skills to run on, or a refusal: no such directory, no skill in it, or a named skill missing."""
+    path = Path(skills_dir)
+    if not path.is_dir():
+        what = "is a file, not a directory" if path.exists() else "does not exist"
+        raise Refused(f"--skills-dir {skills_dir} {what}; give the folder that holds <name>/SKILL.md")
+    available = sorted(p.parent.name for p in path.glob("*/SKILL.md"))
+    if not available:
+        raise Refused(f"--skills-dir {skills_dir} holds no skill: a skill is a folder with a SKILL.md in it "
+                      f"(e.g. {Path(skills_dir) / 'my-skill' / 'SKILL.md'}); nothing to do")
+    missing = [s for s in named if s not in available]
+    if missing:
+        raise Refused(f"no SKILL.md for {', '.join(missing)} under {skills_dir}; available: {', '.join(available)}")
+    return Scope(path.resolve(), tuple(named) or tuple(available))
+
+
+def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
+    """Full mode versions skills in git: refuse a missing repository (unless --init-git), an odd state, dirty skills."""
+    from workspace.atomic import TEMP_SUFFIX
+    from workspace.git_ratchet import DirtySkillError, GitStateError, check_state, dirty_files, open_repository
+
+    try:
+        repo = open_repository(scope.skills_dir)
+    except GitStateError as err:
+        if init_git:
+            return
+        raise Refused(str(err)) from None
+    try:
+        check_state(repo)
+    except GitStateError as err:
+        raise Refused(str(err)) from None
+    if resume:
+        return  # the resumed run's own uncommitted edit is rolled back by the resume, not refused
+    for skill in scope.skills:
+        directory = scope.skills_dir / skill
+        # a killed run's temp files are not the user's changes (the run removes them under its lock)
+        files = [f for f in dirty_files(repo, directory) if not f.endswith(TEMP_SUFFIX)]
+        if files:
+            raise Refused(str(DirtySkillError(skill, files, Path(str(repo.working_tree_dir)), directory)))
+
+
+def check_lock(lock_path: Path) -> None:
+    from workspace.lock import holder
+
+    who = holder(lock_path)
+    if who:
+        raise Refused(f"{lock_path.parent} is in use by another Luban run ({who}); wait for it to finish, "
+                      "or use another --workspace")
+
+
+def lock_path(skills_dir: Path, workspace: str | None) -> Path:
+    root = Path(workspace).resolve() if workspace else skills_dir.resolve().parent / "luban-workspace"
+    return root / "luban.lock"
+
+
+def routed(scope: Scope, records: int):
+    """The mode router's reading of the batch: the skill that most needs full mode decides (RUBRIC's M)."""
+    from scoring.governance.mode_router import route
+
+    routes = []
+    for skill in scope.skills:
+        text = (scope.skills_dir / skill / "SKILL.md").read_text(encoding="utf-8", errors="replace")
+        routes.append(route(text, text.count("\n") + 1, 0, 0, records))
+    return max(routes, key=lambda r: r.m)
+
+
+def recorded_rows(workspace_root: Path) -> int:
+    from workspace.results_tsv import ResultsFile
+
+    return sum(len(ResultsFile(p).rows()) for p in workspace_root.glob("*/*/results.tsv"))
+
+
+def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, approval: str, budget: float,
+              workspace: str | None, init_git: bool, resume: bool, llm: dict[str, Any] | None,
+              evaluate_only: bool = False) -> Scope:
+    """Every check a run can fail before it starts, in the order a person would fix them."""
+    check_options(mode, approval, budget, llm)
+    scope = find_skills(skills_dir, tuple(skills))
+    lock = lock_path(scope.skills_dir, workspace)
+    if mode == "auto" and not evaluate_only:  # full when the router will not ask a person: check git now, not after
+        decision = routed(scope, recorded_rows(lock.parent))
+        mode = "full" if decision.mode == "full" and not decision.pause else mode
+    if mode == "full" and not evaluate_only:
+        check_git(scope, init_git, resume)
+    check_lock(lock)
+    return scope
