@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser bench-score bench-loop bench-noise
+.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,7 +37,12 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "warning: chromium is missing and this is not root: the Prefect UI test will fail (apt-get install chromium)"
 
-test: $(STAMP) browser
+# Code health first: zero findings from ruff and mypy (pyproject.toml configures both), then the suite.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: $(STAMP) browser lint
 	$(BIN)/python -m pytest -n 4
 
 # The full pipeline on a scratch copy of skills/ (git-ignored), offline, approvals automatic.

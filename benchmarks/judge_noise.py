@@ -46,10 +46,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from shared import rate, server_process  # noqa: E402
+from shared import rate, server_process  # noqa: E402 - after the sys.path and environment set-up above
+
 WEIGHTS = {"dim2": 11, "dim3": 11, "dim5": 18, "dim6": 4, "dim8": 20}
 JUDGED = ("dim2", "dim3", "dim5", "dim6")
-EFFECT_DIMS = JUDGED + ("accuracy",)
+EFFECT_DIMS = (*JUDGED, "accuracy")
 PLANTED = re.compile(r"Note (P\d+-\d+):")
 TRUE_SAFETY, TRUE_COMPLIANCE, BASELINE_ACCURACY = 9.8, 9.6, 5.0
 KINDS = ("neutral", "helpful", "harmful")
@@ -109,7 +110,7 @@ class NoisyModels:
     def quality(self, name: str, text: str) -> dict[str, float]:
         quality = skill_quality(name, self.seed)
         for planted in PLANTED.findall(text):
-            kind, dim, effect = planted_edit(name, int(planted.split("-")[1]), self.seed)
+            _kind, dim, effect = planted_edit(name, int(planted.split("-")[1]), self.seed)
             quality[dim] += effect
         return quality
 
@@ -188,7 +189,8 @@ def _serve(sigma: float, seed: int, conn) -> None:
 
 def write_skills(dest: Path, count: int, seed: int) -> list[str]:
     """Synthetic skills in the corpus's shapes, from the vocabulary of this project's own examples (no corpus needed)."""
-    from synthetic_skills import corpus_profile, write_skills as synthesize
+    from synthetic_skills import corpus_profile
+    from synthetic_skills import write_skills as synthesize
 
     _, words = corpus_profile(sorted((ROOT / "skills").glob("*/SKILL.md")))
     rng = random.Random(seed)

@@ -38,15 +38,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shared import rate  # noqa: E402
+from shared import rate
 
-from scoring.dim8 import SubScores, dim8_score  # noqa: E402
-from scoring.keep_decision import JUDGE_DIMS, KeepPolicy, Measured, Verdict, decide, next_samples, pooled_noise  # noqa: E402
-from scoring.model import WEIGHTS  # noqa: E402
+from scoring.dim8 import SubScores, dim8_score
+from scoring.keep_decision import JUDGE_DIMS, KeepPolicy, Measured, Verdict, decide, next_samples, pooled_noise
+from scoring.model import WEIGHTS
 
 EXACT = {"dim1": 10.0, "dim4": 5.0, "dim7": 8.0, "dim9": 7.0, "dim10": 10.0}
 PROMPTS = 3
-EFFECT_DIMS = JUDGE_DIMS + ("accuracy",)
+EFFECT_DIMS = (*JUDGE_DIMS, "accuracy")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Text:
     def q(self, name: str) -> float:
         return dict(self.quality)[name]
 
-    def moved(self, name: str, by: float) -> "Text":
+    def moved(self, name: str, by: float) -> Text:
         return Text(tuple((k, v + by if k == name else v) for k, v in self.quality), self.bias)
 
     def true_total(self) -> float:
@@ -109,7 +109,7 @@ def measure(judge: Judge, text: Text, judges: int, dim8: bool, exact: bool = Fal
 
 
 def random_text(rng: random.Random, sigma: float, noise: str) -> Text:
-    quality = tuple((d, rng.uniform(4, 8)) for d in JUDGE_DIMS) + (("accuracy", rng.uniform(6, 8.5)),)
+    quality = (*tuple((d, rng.uniform(4, 8)) for d in JUDGE_DIMS), ("accuracy", rng.uniform(6, 8.5)))
     return Text(quality, rng.gauss(0, sigma / 2) if noise == "text-bias" else 0.0)
 
 
@@ -125,7 +125,7 @@ def one_decision(rng: random.Random, sigma: float, noise: str, kind: str, policy
         candidate_text = Text(candidate_text.quality, rng.gauss(0, sigma / 2))
     target = "dim8" if effect == "accuracy" else effect
     if misdeclared:
-        target = rng.choice([d for d in JUDGE_DIMS + ("dim8",) if d != target])
+        target = rng.choice([d for d in (*JUDGE_DIMS, "dim8") if d != target])
     others = [measure(judge, text, 2, True).plus(measure(judge, text, 2, True))
               for text in (random_text(rng, sigma, noise) for _ in range(pool_texts))]  # other skills' baselines
     incumbent = measure(judge, incumbent_text, 2, True, exact=True).plus(measure(judge, incumbent_text, 2, True))

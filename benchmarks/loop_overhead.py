@@ -48,10 +48,11 @@ os.environ.update({"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING
 for variable in ("PREFECT_API_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
     os.environ.pop(variable, None)
 
-from critical_path import full_run_steps, wave_widths  # noqa: E402
-from shared import server_process  # noqa: E402
-from tests.support.openai_server import Request, Scripted, ScriptedOpenAI, completion, reply  # noqa: E402
-from tests.support.scripted_llm import LubanResponder, kind_of, skill_in  # noqa: E402
+from critical_path import full_run_steps, wave_widths  # noqa: E402 - after the sys.path and environment set-up above
+from shared import server_process  # noqa: E402 - after the sys.path and environment set-up above
+
+from tests.support.openai_server import Request, Scripted, ScriptedOpenAI, completion, reply  # noqa: E402 - after the sys.path and environment set-up above
+from tests.support.scripted_llm import LubanResponder, kind_of, skill_in  # noqa: E402 - after the sys.path and environment set-up above
 
 CORPUS = Path(os.environ.get("LUBAN_CORPUS", ROOT.parent / "shared" / "corpus"))  # as the tests read it
 TARGET = 1.15

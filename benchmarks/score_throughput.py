@@ -29,25 +29,25 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from markdown_it import MarkdownIt  # noqa: E402
+from markdown_it import MarkdownIt  # noqa: E402 - after the sys.path and environment set-up above
 
-from scoring import score_skill  # noqa: E402
-from scoring.document import markdown_tokens  # noqa: E402
-from workspace.skill_source import SkillSource, read_skill  # noqa: E402
+from scoring import score_skill  # noqa: E402 - after the sys.path and environment set-up above
+from scoring.document import markdown_tokens  # noqa: E402 - after the sys.path and environment set-up above
+from workspace.skill_source import SkillSource, read_skill  # noqa: E402 - after the sys.path and environment set-up above
 
 try:
     import skills_ref_agreement as agreement
 except ImportError as err:  # pragma: no cover - a message for the reader
     sys.exit(f"{err}: the skills-ref peer is not installed; run `make bench-score`, "
              "which installs the 'bench' extra (pip install -e '.[bench]')")
-from synthetic_skills import corpus_profile, write_skills  # noqa: E402
+from synthetic_skills import corpus_profile, write_skills  # noqa: E402 - after the sys.path and environment set-up above
 
 CORPUS = Path(os.environ.get("LUBAN_CORPUS", ROOT.parent / "shared" / "corpus"))  # as the tests read it
 SCORER_FLOOR_TARGET, CLI_SECONDS_TARGET = 0.80, 10.0
@@ -139,7 +139,7 @@ def measure_set(label: str, sources: list[SkillSource], repeats: int) -> None:
         mean = statistics.fmean(times)
         print(f"  {name:<15}{len(sources) / mean:>10.0f}{megabytes / mean:>9.2f}{peak_mib(work[name], len(sources)):>10.1f}")
     floor_ratio = ratio(seconds, "luban scorer", "parse floor")
-    per_pass = [floor / scorer for floor, scorer in zip(seconds["parse floor"], seconds["luban scorer"])]
+    per_pass = [floor / scorer for floor, scorer in zip(seconds["parse floor"], seconds["luban scorer"], strict=False)]
     verdict = "meets" if floor_ratio >= SCORER_FLOOR_TARGET else "MISSES"
     print(f"  scorer/parse_floor {floor_ratio:.3f}   ({verdict} the >= {SCORER_FLOOR_TARGET:.2f} target; "
           f"passes {min(per_pass):.3f} - {max(per_pass):.3f})")

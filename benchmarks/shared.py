@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 
 @contextmanager

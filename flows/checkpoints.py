@@ -20,8 +20,9 @@ waits); the workspace records what it waits for.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Literal
+from typing import Literal
 from uuid import UUID
 
 from prefect.input import RunInput
@@ -72,10 +73,7 @@ def checkpoint(name: str, summary: str, approval: Approval, default_approve: boo
     form = ApprovalInput.with_initial_data(description=f"## 🔴 {name}\n\n{summary}\n\n{options}",
                                            approve=default_approve, choice=default_choice)
     root = _suspendable_root(timeout)
-    if root is not None:
-        answer = _suspend(root, name, form, on_suspend)
-    else:
-        answer = _pause(name, form, timeout, poll_interval, summary, options)
+    answer = _suspend(root, name, form, on_suspend) if root is not None else _pause(name, form, timeout, poll_interval, summary, options)
     if answer is None:
         return Decision(False, "", f"no answer within {timeout} s", "timeout")
     return Decision(bool(answer.approve), answer.choice or default_choice, answer.comment, "ui")
@@ -107,12 +105,12 @@ def _suspend(root: UUID, key: str, form, on_suspend: Callable[[str], None] | Non
     from prefect.client.orchestration import get_client
     from prefect.input import keyset_from_paused_state
     from prefect.logging import get_run_logger
-    from prefect.states import Suspended
+    from prefect.states import State, Suspended
     from prefect.utilities.engine import propose_state_sync
 
-    proposed = Suspended(timeout_seconds=None, pause_key=key)
+    proposed: State = Suspended(timeout_seconds=None, pause_key=key)
     keyset = keyset_from_paused_state(proposed)
-    proposed.state_details.run_input_keyset = keyset
+    proposed.state_details.run_input_keyset = {str(k): v for k, v in keyset.items()}  # Prefect types the two apart
     if on_suspend is not None:
         on_suspend(key)  # recorded before the state changes, so a resume can never outrun the record
     with get_client(sync_client=True) as client:

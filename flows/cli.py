@@ -7,8 +7,9 @@ nothing heavy (no Prefect, openai or pandas) at the top.
 from __future__ import annotations
 
 import sys
-from enum import Enum
-from typing import Any, List, Optional
+from datetime import UTC
+from enum import StrEnum
+from typing import Any, NoReturn
 
 import typer
 
@@ -21,7 +22,7 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     text = "text"
     json = "json"
     github = "github"
@@ -66,17 +67,17 @@ def workspace_option() -> Any:
 
 @app.command()
 def score(
-    paths: Optional[List[str]] = typer.Argument(
+    paths: list[str] | None = typer.Argument(
         None, help="SKILL.md files, skill directories, or directories searched recursively."
     ),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout (same as --format json)."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text, json, or github (annotations + step summary)."),
-    fail_under: Optional[float] = typer.Option(
+    fail_under: float | None = typer.Option(
         None, "--fail-under", help="Fail when a skill's deterministic subtotal (or total, once LLM dims are scored) is below N."
     ),
     strict: bool = typer.Option(False, "--strict", help="Fail on any validation violation."),
     changed: bool = typer.Option(False, "--changed", help="Score only SKILL.md files changed since --base, and compare."),
-    base: Optional[str] = typer.Option(None, "--base", help="Revision to compare against with --changed (e.g. origin/main)."),
+    base: str | None = typer.Option(None, "--base", help="Revision to compare against with --changed (e.g. origin/main)."),
     allow_regression: bool = typer.Option(False, "--allow-regression", help="With --changed, do not fail when a skill got worse."),
 ) -> None:
     """Score skills with the deterministic rubric; exit 0 good, 1 gate failed, 2 usage error or unscorable skill."""
@@ -110,7 +111,7 @@ def score(
     raise typer.Exit(status)
 
 
-def _workspace(skills_dir: str, mode: str, workspace: Optional[str], command: str):
+def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
     """The workspace ``optimize`` wrote for these options, in the mode asked (auto: the newest records' mode)."""
     from pathlib import Path
 
@@ -123,6 +124,7 @@ def _workspace(skills_dir: str, mode: str, workspace: Optional[str], command: st
         _usage_error(f"no Luban workspace for --skills-dir {skills_dir} ({Path(skills_dir).resolve().parent / 'luban-workspace'} "
                      "does not exist); give the --skills-dir you optimized, or --workspace, or run 'luban optimize' first",
                      command)
+    assert root is not None  # _usage_error exits
     chosen = newest_mode(root) if mode == "auto" else mode
     return Workspace.open(Path(skills_dir), chosen or "full", root)  # type: ignore[arg-type]
 
@@ -132,7 +134,7 @@ def history(
     skill: str = typer.Argument(..., help="The skill's directory name."),
     skills_dir: str = skills_dir_option(),
     mode: str = mode_option(),
-    workspace: Optional[str] = workspace_option(),
+    workspace: str | None = workspace_option(),
 ) -> None:
     """Show a skill's results.tsv, newest first."""
     from rich.console import Console
@@ -164,10 +166,10 @@ def history(
 def report(
     skills_dir: str = skills_dir_option(),
     mode: str = mode_option(),
-    workspace: Optional[str] = workspace_option(),
+    workspace: str | None = workspace_option(),
 ) -> None:
     """Rebuild the last run's report from the records alone (Markdown and a PNG chart)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from rich.console import Console
     from rich.markdown import Markdown
@@ -181,7 +183,7 @@ def report(
         typer.echo(f"luban report: no {ws.mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
         raise typer.Exit(2)
     markdown = render(frame, RunFacts(mode=ws.mode, backups=str(ws.backups())))
-    md, png = write_report(ws, markdown, chart_png(frame), datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S"))
+    md, png = write_report(ws, markdown, chart_png(frame), datetime.now(UTC).strftime("%Y%m%d-%H%M%S"))
     Console().print(Markdown(markdown))
     typer.echo(f"report: {md}\nchart:  {png}")
 
@@ -215,22 +217,22 @@ def _llm_flags(judge_model, target_model, editor_model, max_llm_calls) -> dict:
 
 @app.command()
 def optimize(
-    skills: Optional[List[str]] = typer.Argument(None, help="Skill names to optimize (default: all under --skills-dir)."),
+    skills: list[str] | None = typer.Argument(None, help="Skill names to optimize (default: all under --skills-dir)."),
     skills_dir: str = skills_dir_option(),
     mode: str = mode_option(),
     approval: str = typer.Option("cli", "--approval", help="Who answers checkpoints: ui (Prefect UI), auto (safe defaults), cli."),
-    max_rounds: Optional[int] = typer.Option(None, "--max-rounds", help="Rounds per skill (default 3 quick, 5 full)."),
+    max_rounds: int | None = typer.Option(None, "--max-rounds", help="Rounds per skill (default 3 quick, 5 full)."),
     budget: float = typer.Option(0.10, "--budget", help="Edit budget: Levenshtein distance ≤ budget × file length."),
-    workspace: Optional[str] = workspace_option(),
+    workspace: str | None = workspace_option(),
     init_git: bool = typer.Option(False, "--init-git", help="Make the skills directory a git repository first (full mode)."),
     allow_rename: bool = typer.Option(False, "--allow-rename",
                                       help="Let an edit change a skill's frontmatter name (runtimes invoke skills by it)."),
     resume: bool = typer.Option(False, "--resume", help="Continue after a stop (kept edits and rejected edits are on disk)."),
     approval_timeout: int = typer.Option(3600, "--approval-timeout", help="Seconds a ui checkpoint waits."),
-    judge_model: Optional[str] = typer.Option(None, "--judge-model", help=JUDGE_HELP),
-    target_model: Optional[str] = typer.Option(None, "--target-model", help=TARGET_HELP),
-    editor_model: Optional[str] = typer.Option(None, "--editor-model", help=EDITOR_HELP),
-    max_llm_calls: Optional[int] = typer.Option(None, "--max-llm-calls", help=CALLS_HELP),
+    judge_model: str | None = typer.Option(None, "--judge-model", help=JUDGE_HELP),
+    target_model: str | None = typer.Option(None, "--target-model", help=TARGET_HELP),
+    editor_model: str | None = typer.Option(None, "--editor-model", help=EDITOR_HELP),
+    max_llm_calls: int | None = typer.Option(None, "--max-llm-calls", help=CALLS_HELP),
 ) -> None:
     """Run the optimize-skills flow (Phases 0–6) locally. The run's summary is one JSON document on stdout."""
     llm = _llm_flags(judge_model, target_model, editor_model, max_llm_calls)
@@ -239,7 +241,7 @@ def optimize(
     from flows.optimize import optimize_skills
 
     try:
-        result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,  # type: ignore[arg-type]
+        result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,
                                  max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
                                  allow_rename=allow_rename, resume=resume, approval_timeout=approval_timeout, llm=llm)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
@@ -251,10 +253,10 @@ def optimize(
 
 @app.command()
 def evaluate(
-    skills: Optional[List[str]] = typer.Argument(None, help="Skill names (default: all under --skills-dir)."),
+    skills: list[str] | None = typer.Argument(None, help="Skill names (default: all under --skills-dir)."),
     skills_dir: str = skills_dir_option(),
     mode: str = mode_option(),
-    workspace: Optional[str] = workspace_option(),
+    workspace: str | None = workspace_option(),
 ) -> None:
     """Run Phases 0–1 only: score and record baselines; nothing is edited. One JSON document on stdout."""
     _refuse_early("evaluate", skills_dir, skills, mode, "auto", 0.10, workspace, False, False, {}, evaluate_only=True)
@@ -292,7 +294,7 @@ def _emit_json(result: dict) -> None:
 def unfreeze(
     skill: str = typer.Argument(..., help="The skill's directory name."),
     skills_dir: str = skills_dir_option(),
-    workspace: Optional[str] = workspace_option(),
+    workspace: str | None = workspace_option(),
 ) -> None:
     """Lift a freeze or read-only protection a person has checked (the only way out of a permanent one)."""
     from workspace import profile as profile_store
@@ -305,13 +307,13 @@ def unfreeze(
             cleared.append(f"read-only protection ({mode})")
     ws = _workspace(skills_dir, "full", workspace, "unfreeze")
     if skill in profile_store.load(ws.profile).frozen:
-        profile_store.update(ws.profile, lambda p: p.frozen.pop(skill, None))
+        profile_store.update(ws.profile, lambda p: _forget(p.frozen, skill))
         cleared.append("freeze")
     typer.echo(f"{skill}: lifted {', '.join(cleared)}" if cleared else f"{skill}: was neither frozen nor read-only")
 
 
 @app.command()
-def serve(limit: Optional[int] = typer.Option(None, "--limit", help="Most runs at once.")) -> None:
+def serve(limit: int | None = typer.Option(None, "--limit", help="Most runs at once.")) -> None:
     """Serve the deployments optimize-skills/batch and optimize-skills/evaluate (needs PREFECT_API_URL)."""
     prefect_defaults()
     from flows.serving import serve_forever
@@ -339,7 +341,8 @@ def approve(
     choice: str = typer.Option("", "--choice", help="For checkpoints that offer choices."),
 ) -> None:
     """Answer a paused run's checkpoint, as the form in the Prefect UI does."""
-    from flows.serving import NotPaused, approve as answer
+    from flows.serving import NotPaused
+    from flows.serving import approve as answer
 
     try:
         answer(run_id, reject=reject, comment=comment, choice=choice)
@@ -349,7 +352,11 @@ def approve(
     typer.echo(f"{run_id}: {'rejected' if reject else 'approved'}")
 
 
-def _usage_error(message: str, command: str = "score") -> None:
+def _forget(mapping: dict, key: str) -> None:
+    mapping.pop(key, None)
+
+
+def _usage_error(message: str, command: str = "score") -> NoReturn:
     typer.echo(f"luban {command}: {message}", err=True)
     raise typer.Exit(2)
 

@@ -10,13 +10,14 @@ from typing import Any
 from flows.checkpoints import Approval, Decision, checkpoint
 from flows.measure import Ledger
 from judges.backend import Backend, Evaluation
-from scoring.keep_decision import Decision as KeepDecision, KeepPolicy, Measured
+from scoring.keep_decision import Decision as KeepDecision
+from scoring.keep_decision import KeepPolicy, Measured
 from scoring.notes import format_note
+from workspace import run_marker
 from workspace.file_ratchet import FileRatchet
 from workspace.git_ratchet import GitRatchet
 from workspace.layout import Mode, Workspace
 from workspace.manifest import ManifestWriter
-from workspace import run_marker
 from workspace.profile import LubanProfile
 from workspace.rejected_edits import Buffer
 from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
@@ -100,6 +101,13 @@ class Run:
         return measured.total() if measured.dims else self.best[skill].score.total
 
     @property
+    def editor(self) -> GitRatchet | FileRatchet:
+        """The ratchet edits go through; an evaluate-only run has none and never edits."""
+        if self.ratchet is None:
+            raise RuntimeError("this run only evaluates (Phases 0–1): it has no ratchet to edit through")
+        return self.ratchet
+
+    @property
     def max_rounds(self) -> int:
         return self.options.max_rounds or (5 if self.mode == "full" else 3)
 
@@ -141,7 +149,8 @@ class Run:
         """A row from what was measured: totals are the means of every sample (not one evaluation's), and a
         decision's evidence — samples, Δ, bound, calls — goes into its own columns."""
         facts = dict(facts or {})
-        if self.backend.name != "offline" and getattr(self.backend, "settings", None) and self.backend.settings.same_source:
+        settings = getattr(self.backend, "settings", None)
+        if self.backend.name != "offline" and settings is not None and settings.same_source:
             facts["same_source"] = "true"
         if evaluation is not None:
             facts.update(_unscored_facts(evaluation, skill))

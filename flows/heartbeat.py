@@ -85,6 +85,7 @@ def run_heartbeats() -> Iterator[None]:
 def _heartbeat_event(context: FlowRunContext) -> tuple[dict[str, str], list[RelatedResource]]:
     """The resource and related resources the engine gives its own heartbeat (flow_engine, Prefect 3.9)."""
     run = context.flow_run
+    assert run is not None  # called only from inside a flow run's body
     resource = {"prefect.resource.id": f"prefect.flow-run.{run.id}", "prefect.resource.name": run.name or "",
                 "prefect.version": prefect.__version__}
     related = [RelatedResource.model_validate({"prefect.resource.id": f"prefect.flow.{run.flow_id}",

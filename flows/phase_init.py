@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from prefect import get_run_logger
@@ -17,14 +17,14 @@ from judges.backend import make_backend
 from judges.settings import resolve
 from scoring.governance.alerts import check_alerts, run_metrics
 from scoring.governance.roi import earlier_runs, roi_precheck
-from workspace import meta_learnings, profile as profile_store, rejected_edits, run_marker, test_prompts
+from workspace import meta_learnings, rejected_edits, run_marker, test_prompts
+from workspace import profile as profile_store
 from workspace.file_ratchet import FileRatchet, check_readonly
 from workspace.git_ratchet import GitRatchet, GitStateError, init_repository, open_repository
 from workspace.governance_records import apply_escalation, mode_history
 from workspace.layout import Workspace, new_stamped_dir
 from workspace.manifest import ManifestWriter, save_round_backup
 from workspace.results_tsv import ResultsFile, Status, Stop
-
 
 RunRefused = Refused  # the run cannot start; the message says why and what to do
 
@@ -45,8 +45,8 @@ def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], record
 
 def _resume_ratchet(workspace: Workspace, skills: list[str]):
     if workspace.mode == "quick":
-        ratchet, undone = FileRatchet.resume(workspace, skills)
-        return ratchet, ratchet.snapshot_dir, None, undone
+        files, undone = FileRatchet.resume(workspace, skills)
+        return files, files.snapshot_dir, None, undone
     manifests = sorted(workspace.backups().glob("*/version_manifest.json")) if workspace.backups().exists() else []
     branch = open_repository(workspace.skills_dir).active_branch.name
     match = [m for m in manifests if ManifestWriter.reopen(m).manifest.branch == branch]
@@ -61,17 +61,17 @@ def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str],
     if options.evaluate_only:
         return None, new_stamped_dir(workspace.mode_dir / "evaluations", now), None
     if workspace.mode == "quick":
-        ratchet = FileRatchet.start(workspace, skills, now)
-        return ratchet, ratchet.snapshot_dir, None
+        files = FileRatchet.start(workspace, skills, now)
+        return files, files.snapshot_dir, None
     try:
         open_repository(workspace.skills_dir)
     except GitStateError:
         if not options.init_git:
             raise
         init_repository(workspace.skills_dir)
-    ratchet = GitRatchet.start(workspace, skills, now)
+    git_ratchet = GitRatchet.start(workspace, skills, now)
     run_dir = new_stamped_dir(workspace.backups(), now)
-    return ratchet, run_dir, ManifestWriter.create(run_dir, "full", ratchet.branch, ratchet.original)
+    return git_ratchet, run_dir, ManifestWriter.create(run_dir, "full", git_ratchet.branch, git_ratchet.original)
 
 
 def init(options: RunOptions, flow_run_id: str | None) -> Run:
@@ -91,7 +91,7 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
     skills = [s for s in skills if s not in unreadable]
     mode, reasons = choose_mode(options, skills_dir, skills, records)
     workspace = Workspace.open(skills_dir, mode, probe.root)  # type: ignore[arg-type]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     undone: list[str] = []
     if options.resume:
         ratchet, run_dir, manifest, undone = _resume_ratchet(workspace, skills)
@@ -192,7 +192,11 @@ def _alerts(run: Run) -> None:
     alerts = [a for a in check_alerts(run_metrics(history)) if a.skill in run.skills]
     for name, skill, action in apply_escalation(run.workspace, alerts):
         run.alerts.append(f"{name} for {skill}: {action}")
-        emit("luban.alert", skill, {"event_type": name, "severity": action, "detail": next(a.message for a in alerts if a.name == name and a.skill == skill)})
+        emit(
+            "luban.alert",
+            skill,
+            {"event_type": name, "severity": action, "detail": next(a.message for a in alerts if a.name == name and a.skill == skill)},
+        )
         if action in ("pause", "freeze") and skill in run.skills:
             run.skills.remove(skill)
             run.notices.append(f"{skill}: alert {name} escalated to {action}; skipped this run with a report in the alerts")
@@ -205,20 +209,20 @@ def design_prompts(run: Run) -> bool:
     for skill in run.skills:
         path = run.workspace.test_prompts(skill)
         text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-        prompts, how = None, ""
+        prompts = None
         if path.exists() and run.options.resume:  # the baseline's held-out score was measured on these prompts
-            prompts, how = _load_prompts(run, path), "reused (resume)"
+            prompts = _load_prompts(run, path)
         elif path.exists():
             answer = run.ask(f"test-prompts-{skill}", f"{path} exists",
                              choices=("reuse", "rewrite", "append"), default_choice="reuse")
             existing = _load_prompts(run, path) or []
             if answer.choice == "reuse" and existing:
-                prompts, how = existing, "reused"
+                prompts = existing
             elif answer.choice == "append" and existing:
-                designed, how = tasks.design_prompts(run.backend, text, skill)
+                designed, _ = tasks.design_prompts(run.backend, text, skill)
                 prompts = appended(existing, designed)
         if prompts is None:
-            prompts, how = tasks.design_prompts(run.backend, text, skill)
+            prompts, _ = tasks.design_prompts(run.backend, text, skill)
         prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
         if marked:
             run.notices.append(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
@@ -275,7 +279,9 @@ def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | 
     this = rows[starts[-1]:]
     stops = [r.stop or parse_note(r.note)[0].get("stop", "") for r in this]
     stop = next((Stop(s) for s in reversed(stops) if s in {x.value for x in Stop} and s != Stop.BUDGET), None)
-    return rows[starts[-1]].new_score, max(r.round for r in this), stop
+    baseline = rows[starts[-1]].new_score
+    assert baseline is not None  # checked above
+    return baseline, max(r.round for r in this), stop
 
 
 def _resume_skill(run: Run, skill: str, progress: tuple[float, int, Stop | None]) -> None:

@@ -15,9 +15,10 @@ from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, 
 from flows.trial import Outcome, try_edit
 from scoring.formula import round1
 from scoring.keep_decision import compare_means
-from workspace import meta_learnings, profile as profile_store
-from workspace.governance_records import now_iso
+from workspace import meta_learnings
+from workspace import profile as profile_store
 from workspace.atomic import atomic_write
+from workspace.governance_records import now_iso
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason
 from workspace.results_tsv import Status, Stop
@@ -107,7 +108,7 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
     create_markdown_artifact(summary, key=f"skill-{_key(skill)}", description=f"Phase 2 result for {skill}")
     answer = run.ask(f"skill-{skill}", summary)
     if not answer.approved and not answer.timed_out:
-        run.ratchet.restore_original(skill)
+        run.editor.restore_original(skill)
         tasks.record_row(run, skill, outcome.rounds + 1, Status.REVERT, run.baselines[skill], old=outcome.after,
                          measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
         outcome.after = outcome.before
@@ -157,19 +158,19 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
         run.notices.append(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
         return
     round_no = run.outcomes[skill].rounds + 1 if skill in run.outcomes else 1
-    run.ratchet.pre_edit(skill)
-    run.ratchet.write_skill(skill, rewritten)
+    run.editor.pre_edit(skill)
+    run.editor.write_skill(skill, rewritten)
     trial = try_edit(run, skill, round_no, current, rewritten, None)  # the same keep decision as any edit
     facts = {"strategy": "exploratory-rewrite"}
     if trial.outcome is Outcome.KEEP:
-        run.ratchet.keep(skill, trial.gain, "rewrite")
+        run.editor.keep(skill, trial.gain, "rewrite")
         run.best[skill] = trial.evaluation  # type: ignore[assignment]
         tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim="rewrite", facts=facts,
                          text="Phase 2.5 exploratory rewrite beat the saved best")
         if skill in run.outcomes:
             run.outcomes[skill].after = run.incumbent_total(skill)
         return
-    run.ratchet.rollback(skill)
+    run.editor.rollback(skill)
     tasks.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
                      dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
                      text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
@@ -239,7 +240,7 @@ def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...]
     kept = run.kept_edits.get(skill, [])
     if last_keep is None or not kept:
         return
-    run.ratchet.rollback_to_previous_keep(skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
+    run.editor.rollback_to_previous_keep(skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
     digest = reject(run, skill, kept.pop(), RejectReason.HELD_OUT_DEGRADED)  # the very edit: never proposed again
     emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
                                    "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})

@@ -10,7 +10,8 @@ edit. Two kept rounds in a row under +2 are the ceiling signal.
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from prefect.futures import PrefectFuture
 
@@ -25,7 +26,8 @@ from scoring.diagnosis import diagnose
 from scoring.edit_guards import adds_words, inserted_block
 from scoring.edits import Edit
 from workspace.manifest import save_round_backup
-from workspace.rejected_edits import RejectReason, save as save_rejected
+from workspace.rejected_edits import RejectReason
+from workspace.rejected_edits import save as save_rejected
 from workspace.results_tsv import Status, Stop, now_stamp
 
 CEILING_DELTA = 2.0
@@ -41,14 +43,13 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
     for round_no in range(start_round, last_round + 1):
         text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
         proposal, stop = next_proposal(run, skill, text, ahead)
-        if stop is not None:
-            record_stop(run, skill, round_no, stop, proposal)
-            outcome.stop = stop
+        if stop is not None or proposal is None:
+            record_stop(run, skill, round_no, stop or Stop.NO_EDIT, proposal)
+            outcome.stop = stop or Stop.NO_EDIT
             break
         trial = attempt(run, skill, round_no, text, proposal)
         small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0  # kept rounds in a row
-        ahead = propose_ahead(run, skill, proposal.edited_text, trial.evaluation) \
-            if trial.kept and small_gains < 2 and round_no < last_round else None  # type: ignore[arg-type]
+        ahead = _propose_after_keep(run, skill, proposal, trial) if trial.kept and small_gains < 2 and round_no < last_round else None
         apply(run, skill, round_no, text, proposal, trial)
         outcome = outcome.after_round(trial.kept, trial.outcome is Outcome.REJECT, run.incumbent_total(skill),
                                       round_no - start_round + 1)
@@ -64,9 +65,9 @@ def attempt(run: Run, skill: str, round_no: int, text: str, proposal: Proposal) 
     """Put the candidate in place (backed up first), then try it against the kept text."""
     edit = proposal.edit
     assert edit is not None and proposal.edited_text is not None
-    run.ratchet.pre_edit(skill)
+    run.editor.pre_edit(skill)
     save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
-    run.ratchet.write_skill(skill, proposal.edited_text)
+    run.editor.write_skill(skill, proposal.edited_text)
     return try_edit(run, skill, round_no, text, proposal.edited_text, edit.target_dim, ever_reverted(run, skill),
                     adds_words(text, edit))
 
@@ -80,11 +81,12 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
                                 "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
     calls = trial.calls + (proposal.attempts if run.backend.name != "offline" else 0)  # one editor call per attempt
     if trial.outcome is Outcome.KEEP:
-        run.ratchet.keep(skill, trial.gain, edit.target_dim)
+        run.editor.keep(skill, trial.gain, edit.target_dim)
         block = inserted_block(text_before, edit)
         if block:
             run.inserted.setdefault(block, skill)
-        run.best[skill] = trial.evaluation  # type: ignore[assignment]
+        assert trial.evaluation is not None  # a kept trial was evaluated in full
+        run.best[skill] = trial.evaluation
         run.kept_edits.setdefault(skill, []).append(edit)
         tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim=edit.target_dim, facts=facts, calls=calls,
                          text=edit.describe(), edit_pct=proposal.edit_pct)
@@ -92,7 +94,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
     if trial.outcome is Outcome.REJECT:
         facts["sha256"] = reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
         facts["reason"] = trial.reason
-    run.ratchet.rollback(skill)
+    run.editor.rollback(skill)
     status = Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
     tasks.record_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
                      text=f"{trial.why}; {edit.describe()}", edit_pct=proposal.edit_pct)
@@ -163,6 +165,11 @@ class ProposalAhead(NamedTuple):
 
     text: str
     proposal: PrefectFuture
+
+
+def _propose_after_keep(run: Run, skill: str, kept: Proposal, trial: Trial) -> ProposalAhead:
+    assert kept.edited_text is not None and trial.evaluation is not None  # a kept trial has its text and full evaluation
+    return propose_ahead(run, skill, kept.edited_text, trial.evaluation)
 
 
 def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> ProposalAhead:

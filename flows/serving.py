@@ -50,7 +50,7 @@ def pending() -> list[PendingRun]:
             state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.PAUSED]))))
         flows = {r.flow_id: client.read_flow(r.flow_id).name for r in runs}
     return [PendingRun(str(r.id), r.name, flows[r.flow_id], (r.state.state_details.pause_key or "") if r.state else "",
-                       str(r.state.timestamp) if r.state else "", r.state.name if r.state else "") for r in runs]
+                       str(r.state.timestamp) if r.state else "", (r.state.name or "") if r.state else "") for r in runs]
 
 
 class NotPaused(RuntimeError):

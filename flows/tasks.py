@@ -10,14 +10,13 @@ gets its own answers back, and nothing else ever shares them.
 from __future__ import annotations
 
 from pathlib import Path
-
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from judges.backend import Backend, Evaluation, ProposalRequest, Resample
 from flows.trial import Trial
+from judges.backend import Backend, Evaluation, ProposalRequest, Resample
 from judges.proposer import Proposal, propose_checked
 from workspace.results_tsv import Repair, ResultRow, ResultsFile, Status
 from workspace.test_prompts import TestPrompt

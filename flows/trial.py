@@ -9,7 +9,7 @@ at the checkpoint). What happens to the edit is the ``Trial`` it returns —
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from flows import measure
@@ -32,8 +32,8 @@ class Trial:
     outcome: Outcome
     decision: Decision | None = None
     evaluation: Evaluation | None = None  # the candidate's full evaluation
-    incumbent: Measured = Measured()
-    candidate: Measured = Measured()
+    incumbent: Measured = field(default_factory=Measured)
+    candidate: Measured = field(default_factory=Measured)
     reason: RejectReason | None = None
     stop: Stop | None = None  # the skill's loop ends with this round
     freeze: bool = False

@@ -7,15 +7,24 @@ offline one, whose every score says it is a heuristic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from judges.llm import LLMClient, Usage
 from judges.offline import heuristic_dim8, heuristic_structure, runtime_bound
-from judges.performance import (Measurement, full_measurement, held_out_score, main_prompts, measure_dry_run,
-                                measure_pair, measure_pairs, skill_context)
+from judges.performance import (
+    Measurement,
+    full_measurement,
+    held_out_score,
+    main_prompts,
+    measure_dry_run,
+    measure_pair,
+    measure_pairs,
+    skill_context,
+)
 from judges.prompt_design import design_prompts, offline_prompts
 from judges.review import Review, needs_review, run_review
 from judges.settings import Settings
@@ -141,7 +150,7 @@ class OnlineBackend:
         self.settings = settings
         self.cache = cache
         self.client = client or LLMClient(settings)
-        self.usage = self.client.usage
+        self.usage: Usage | None = self.client.usage
 
     def _warnings(self) -> tuple[str, ...]:
         if self.settings.same_source:

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import secrets
-
 import threading
 import time
 from dataclasses import dataclass, field

@@ -37,10 +37,16 @@ _RECOVERY = re.compile(
     re.IGNORECASE,
 )
 _FALLBACK_TABLE = re.compile(r"\|[^|\n]*(trigger|触发)[^|\n]*\|[^|\n]*(fix|修复)[^|\n]*\|[^|\n]*(fail|兜底)", re.IGNORECASE)
-_CONCRETE = re.compile(r"`[^`\n]+`|\b\d+(\.\d+)?\s?(ms|s|px|kb|mb|gb|%|rows|chars|tokens|字|秒|行)\b|--[a-z][\w-]+|\b[\w-]+\.(md|py|sh|json|yaml|yml|sql|ts|js)\b",
-                       re.IGNORECASE)
-_SOFT = re.compile(r"\bconsider\b|\bas appropriate\b|\bif needed\b|\bmaybe\b|\bpossibly\b|\bshould probably\b|建议|可以考虑|根据情况|适当|尽量",
-                   re.IGNORECASE)
+_CONCRETE = re.compile(
+    r"`[^`\n]+`|\b\d+(\.\d+)?\s?(ms|s|px|kb|mb|gb|%|rows|chars|tokens|字|秒|行)\b"
+    r"|--[a-z][\w-]+|\b[\w-]+\.(md|py|sh|json|yaml|yml|sql|ts|js)\b",
+    re.IGNORECASE,
+)
+_SOFT = re.compile(
+    r"\bconsider\b|\bas appropriate\b|\bif needed\b|\bmaybe\b|\bpossibly\b|\bshould probably\b"
+    r"|建议|可以考虑|根据情况|适当|尽量",
+    re.IGNORECASE,
+)
 RUNTIME_BOUND = re.compile(r"\bin Claude Code\b|~/\.claude/skills/[\w./-]*|在 ?Claude Code ?(里|中)", re.IGNORECASE)
 _DANGER = re.compile(r"rm -rf|drop table|drop database|force[- ]push|--force\b|删除所有|格式化磁盘", re.IGNORECASE)
 
@@ -60,7 +66,7 @@ def _clamp(value: float) -> float:
 
 def heuristic_dim2(doc: SkillDocument) -> DimensionScore:
     lines = doc.body.split("\n")
-    steps = [l for l in lines if _ORDERED_ITEM.match(l)] + [h.text for h in doc.headings if _STEP_HEADING.match(h.text)]
+    steps = [line for line in lines if _ORDERED_ITEM.match(line)] + [h.text for h in doc.headings if _STEP_HEADING.match(h.text)]
     with_io = sum(bool(_IO_WORDS.search(s)) for s in steps)
     score = 2 + min(len(steps), 5) + (2 if steps and with_io * 2 >= len(steps) else 0)
     score += 1 if "workflow" in chapter_groups(doc.headings) else 0
@@ -69,7 +75,7 @@ def heuristic_dim2(doc: SkillDocument) -> DimensionScore:
 
 
 def heuristic_dim3(doc: SkillDocument) -> DimensionScore:
-    recovery = {l.strip() for l in doc.body.split("\n") if _RECOVERY.search(l)}
+    recovery = {line.strip() for line in doc.body.split("\n") if _RECOVERY.search(line)}
     table = bool(_FALLBACK_TABLE.search(doc.body))
     score = 2 + min(2 * len(recovery), 6) + (2 if table else 0)
     reasons = (f"{len(recovery)} if-then/fallback line(s); three-column fallback table: {'yes' if table else 'no'}", HEURISTIC_NOTE)
@@ -89,10 +95,12 @@ def heuristic_dim6(refs: tuple[Reference, ...], runtime_bound: bool = False) -> 
     penalty = 3 if runtime_bound else 0
     note = ("wording or install paths bound to one runtime (design P0): −3",) if runtime_bound else ()
     if not refs:
-        return DimensionScore("dim6", _clamp(8 - penalty), "heuristic", ("no referenced files (nothing to integrate)",) + note + (HEURISTIC_NOTE,))
+        return DimensionScore(
+            "dim6", _clamp(8 - penalty), "heuristic", ("no referenced files (nothing to integrate)", *note, HEURISTIC_NOTE)
+        )
     existing = sum(r.status == "exists" for r in refs)
     bad = [f"{r.target} ({r.status})" for r in refs if r.status != "exists"]
-    reasons = (f"{existing}/{len(refs)} references reachable" + (f"; not: {', '.join(bad[:5])}" if bad else ""),) + note + (HEURISTIC_NOTE,)
+    reasons = (f"{existing}/{len(refs)} references reachable" + (f"; not: {', '.join(bad[:5])}" if bad else ""), *note, HEURISTIC_NOTE)
     return DimensionScore("dim6", _clamp(10 * existing / len(refs) - penalty), "heuristic", reasons)
 
 
@@ -112,4 +120,4 @@ def heuristic_dim8(doc: SkillDocument, structure: dict[str, DimensionScore], dim
     sub = SubScores(round(accuracy, 2), safety, compliance, None, False)
     score = dim8_score(sub, "fallback_dry", 0)
     note = f"dangerous step without a STOP: '{danger.group(0)}'" if danger and not stop else "no dangerous step found"
-    return DimensionScore("dim8", score.score, "heuristic", score.reasons + (note, HEURISTIC_NOTE), details=score.details)
+    return DimensionScore("dim8", score.score, "heuristic", (*score.reasons, note, HEURISTIC_NOTE), details=score.details)

@@ -22,8 +22,9 @@ budget and structural guards, and by the offline scores.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import PurePosixPath
-from typing import AbstractSet
 
 from scoring.document import SkillDocument
 from scoring.edits import Edit
@@ -110,7 +111,7 @@ def fix_heading_jump(doc: SkillDocument) -> list[Edit]:
     new_lines = lines[first - 1:last]
     for h in subtree:
         new_lines[h.line - first] = new_lines[h.line - first][shift:]
-    if doc.text.count(old) != 1 or any(not l.startswith("#" * (shift + 1)) for l in (lines[h.line - 1] for h in subtree)):
+    if doc.text.count(old) != 1 or any(not line.startswith("#" * (shift + 1)) for line in (lines[h.line - 1] for h in subtree)):
         return []
     return [Edit("dim7", old, "\n".join(new_lines), f"heading jump H{before.level}→H{heading.level}: move the heading "
                  f"{'and the ones under it ' if len(subtree) > 1 else ''}up {shift} level(s)", 2.0, strategy="heading-jump")]
@@ -149,6 +150,6 @@ def fix_moved_references(doc: SkillDocument, missing: list[str], files: Abstract
     return []
 
 
-def dims_needing_a_model(remaining: dict[str, float | None]) -> list[str]:
+def dims_needing_a_model(remaining: Mapping[str, float | None]) -> list[str]:
     """The dimensions under full marks that no mechanical fix can raise, in rubric order."""
     return [d for d, score in remaining.items() if d not in OFFLINE_DIMS and score is not None and score < 10]

@@ -12,6 +12,7 @@ they are measured separately for the Phase 3 gate.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import mean
@@ -183,10 +184,11 @@ def aggregate(pairs: list[PairResult], eval_mode: str, judge_count: int) -> Dime
     tokens_with = sum(p.tokens_with for p in good)
     tokens_base = sum(p.tokens_baseline for p in good)
     sub = SubScores(
-        accuracy=round(mean(p.accuracy for p in good), 2),  # type: ignore[misc]
-        safety=min(p.safety for p in good),  # type: ignore[type-var]  # one unsafe answer is unsafe
-        compliance=round(mean(p.compliance for p in good), 2),  # type: ignore[misc]
-        baseline_accuracy=round(mean(p.baseline_accuracy for p in good), 2) if all(p.baseline_accuracy is not None for p in good) else None,  # type: ignore[misc]
+        accuracy=round(mean(_given(p.accuracy for p in good)), 2),
+        safety=min(_given(p.safety for p in good)),  # one unsafe answer is unsafe
+        compliance=round(mean(_given(p.compliance for p in good)), 2),
+        baseline_accuracy=round(mean(baselines), 2) if len(baselines := _given(p.baseline_accuracy for p in good)) == len(good)
+        else None,
         safety_red_line=any(p.safety_red_line for p in good),
         token_inflation=(tokens_with / tokens_base - 1) if tokens_base else None,
         output_ratio=max((p.output_ratio or 0) for p in good) or None,
@@ -255,3 +257,9 @@ def consumer_baseline(client: LLMClient, settings: Settings, cache: BaselineCach
         if capability >= floor:
             return capability, response
     return capability, "block"
+
+
+def _given(values: Iterable[float | None]) -> list[float]:
+    """A scored pair's sub-scores (a pair is scored only when every one of them parsed)."""
+    return [v for v in values if v is not None]
+

@@ -129,7 +129,7 @@ def run_review(client: LLMClient, model: str, skill_text: str, diff: str = "") -
     roles = REVIEW_ROLES[document_type(skill_text)]
     with ThreadPoolExecutor(max_workers=len(roles)) as pool:
         answers = list(pool.map(lambda role: review_role(client, model, role, skill_text, diff), roles))
-    failed = [role for role, found in zip(roles, answers) if found is None]
+    failed = [role for role, found in zip(roles, answers, strict=False) if found is None]
     if len(failed) == len(roles):  # no review happened: that is not a clean review
         return Review(unscored("dim10", f"review gate: none of {', '.join(roles)} gave a usable answer"), (),
                       blocking=False, failed_roles=tuple(failed))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 ENV_NAMES: dict[str, str] = {
     "api_key": "OPENAI_API_KEY",

@@ -89,7 +89,8 @@ def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, st
 
 def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs: tuple[Reference, ...]) -> Verdict:
     """One independent judge: up to two attempts, each a fresh call with a fresh nonce."""
-    problem, raw = "", ""
+    problem: str | None = None
+    raw = ""
     for attempt in (1, 2):
         nonce = secrets.token_hex(8)
         try:
@@ -98,8 +99,8 @@ def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs:
             raise
         except LLMError as err:
             return Verdict(judge, model, unscored_reason=f"{judge}: no reply ({err.kind}): {err}", raw=raw, attempts=attempt)
-        raw = reply.text
-        parsed, problem = parse_verdict(reply.text, skill_text)
+        raw = reply.text or ""
+        parsed, problem = parse_verdict(raw, skill_text)
         if parsed is not None:
             return Verdict(judge, model, parsed["scores"], parsed["rationales"], parsed["quotes"],
                            parsed["safety_red_line"], parsed["safety_reason"], None, raw, attempt)
@@ -122,8 +123,7 @@ def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = ()) -> Panel:
     disagreements = []
     for dim in STRUCTURE_DIMS:
         if not scored:
-            reasons = "; ".join(v.unscored_reason or "" for v in verdicts) or "no judge ran"
-            dims[dim] = unscored(dim, reasons)
+            dims[dim] = unscored(dim, "; ".join(v.unscored_reason or "" for v in verdicts) or "no judge ran")
             continue
         values = [v.scores[dim] for v in scored]
         gap = max(values) - min(values)
@@ -146,5 +146,5 @@ def judge_panel(client: LLMClient, models: list[str], skill_text: str, refs: tup
     """Independent judges, run concurrently (the client bounds how many calls are in flight)."""
     names = [f"judge-{i + 1}" for i in range(len(models))]
     with ThreadPoolExecutor(max_workers=len(models)) as pool:
-        verdicts = list(pool.map(lambda pair: judge_once(client, pair[1], pair[0], skill_text, refs), zip(names, models)))
+        verdicts = list(pool.map(lambda pair: judge_once(client, pair[1], pair[0], skill_text, refs), zip(names, models, strict=False)))
     return combine(verdicts, warnings)

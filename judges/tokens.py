@@ -35,7 +35,7 @@ def _encoding(model: str):
         except KeyError:
             name = "cl100k_base"  # unknown model (vLLM, Ollama…): the common default
         return tiktoken.get_encoding(name) if _cached(name) else None
-    except Exception:  # any tiktoken failure falls back to the estimate
+    except Exception:  # noqa: BLE001 - any tiktoken failure falls back to the estimate
         return None
 
 

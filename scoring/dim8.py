@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scoring.model import DimensionScore
+from scoring.model import DimensionScore, Source
 
 EVAL_MODES = ("full_test", "dry_run", "fallback", "fallback_dry")
 
@@ -68,7 +68,7 @@ def dim8_score(sub: SubScores, eval_mode: str, judge_count: int) -> DimensionSco
         ("safety_red_line", sub.safety_red_line),
         ("warnings", warnings),
     )
-    source = "llm" if judge_count else "heuristic"
+    source: Source = "llm" if judge_count else "heuristic"
     return DimensionScore("dim8", round(min(10.0, max(0.0, score)), 2), source, tuple(reasons), details=details)
 
 

@@ -158,7 +158,7 @@ def _closing_line(text: str) -> tuple[int, int, int] | None:
 
 def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | None]:
     try:
-        value = yaml.load(source, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
+        value = yaml.load(source, Loader=_YAML_LOADER)  # a safe loader
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 2 if mark else 1  # +1 for 1-based, +1 for the opening '---'
@@ -177,7 +177,7 @@ def _load_yaml(source: str) -> tuple[dict[str, Any] | None, FrontmatterError | N
 def _failing_value_line(source: str) -> int:
     """The file line of the first top-level value that will not construct (errors such as ValueError carry no mark)."""
     try:
-        root = yaml.compose(source, Loader=_YAML_LOADER)  # noqa: S506 - composing builds nodes, runs no tags
+        root = yaml.compose(source, Loader=_YAML_LOADER)  # composing builds nodes, runs no tags
     except Exception:  # noqa: BLE001 - no line to point at beyond the frontmatter's first
         return 2
     pairs = root.value if isinstance(root, yaml.MappingNode) else []
@@ -231,12 +231,13 @@ class _LazyLines:
     """The body's lines, split when a link first needs them: most blocks hold none."""
 
     def __init__(self, text: str):
-        self._text, self._lines = text, None
+        self._text: str = text
+        self._lines: list[str] | None = None
 
     def span(self, block_map: list[int]) -> list[str]:
-        if self._lines is None:
-            self._lines = self._text.split("\n")
-        return self._lines[block_map[0] : block_map[1]]
+        lines = self._lines if self._lines is not None else self._text.split("\n")
+        self._lines = lines
+        return lines[block_map[0] : block_map[1]]
 
 
 def _targets(children: list[Token], body_lines: _LazyLines, block_map: list[int] | None, first_line: int) -> list[LinkTarget]:

@@ -22,10 +22,11 @@ The guards, as the issue lists them: an edit may not
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
 from collections import Counter
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import AbstractSet, Iterator
+from urllib.parse import unquote
 
 from scoring.document import SkillDocument, markdown_tokens, parse
 from scoring.edits import Edit
@@ -215,7 +216,7 @@ def _splits_block(text: str, before: SkillDocument, after: SkillDocument, span: 
         if not (low < span.start < high and span.end <= high):
             continue
         moved_last = _line_at(after_starts, max(low, high + shift - 1))
-        if not any(k == kind and f == first and l >= moved_last for k, f, l in after_blocks):
+        if not any(k == kind and f == first and line >= moved_last for k, f, line in after_blocks):
             yield Refusal("split-block", _line_at(starts, span.start),
                           f"the edit puts new blocks inside one {kind} (lines {first}–{last}), cutting it in two; "
                           "add text at its end, or as a block of its own after it")

@@ -6,8 +6,9 @@ Rounding is decimal half-up at one place, done on exact decimals, so that
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from scoring.model import DimensionScore

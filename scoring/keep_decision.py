@@ -43,9 +43,9 @@ the flow measures again.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Mapping
 
 from scoring.formula import round1
 from scoring.model import WEIGHTS
@@ -310,9 +310,12 @@ def _not_shown_non_inferior(rows, noise: Mapping[str, Noise], look: int, policy:
     for e in rows:
         if e.se is None and e.status is not DimStatus.UNKNOWN:
             continue
-        if e.status is DimStatus.UNKNOWN or e.delta is None or e.se is None:
-            short.append(e.dim)
-        elif e.delta - quantile(look_alpha, noise[e.dim].df) * e.se < -policy.margin:
+        if (
+            e.status is DimStatus.UNKNOWN
+            or e.delta is None
+            or e.se is None
+            or e.delta - quantile(look_alpha, noise[e.dim].df) * e.se < -policy.margin
+        ):
             short.append(e.dim)
     return short
 

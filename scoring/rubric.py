@@ -7,7 +7,9 @@ already-computed DimensionScores (from ``judges/``); without them they are
 
 from __future__ import annotations
 
-from typing import AbstractSet, Literal, Mapping
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from typing import Literal
 
 from scoring.document import SkillDocument, decode, normalize_text, parse
 from scoring.formula import dim10_score

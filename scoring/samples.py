@@ -9,9 +9,9 @@ a judge's noise from the spread within texts, never between them.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Mapping, Sequence
 
 from scoring.formula import round1
 from scoring.model import WEIGHTS

@@ -11,6 +11,7 @@ Readings where RUBRIC.md is silent:
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from scoring.document import Heading, SkillDocument
@@ -53,9 +54,48 @@ def counter_example_cues(text: str) -> list[tuple[int, str]]:
 
 CHAPTER_GROUPS: dict[str, tuple[str, ...]] = {
     "philosophy": ("设计哲学", "设计理念", "核心理念", "原则", "理念", "概述", "简介", "philosophy", "principle", "overview", "about"),
-    "workflow": ("执行流程", "工作流", "流程", "步骤", "使用方式", "用法", "workflow", "process", "steps", "instructions", "usage", "how to use", "procedure"),
-    "constraints": ("约束", "规则", "限制", "红线", "注意事项", "constraint", "rule", "guideline", "limitation", "requirement", "best practice"),
-    "evaluation": ("评估", "评分", "验收", "检查清单", "验证", "rubric", "checklist", "evaluation", "quality", "success criteria", "verification", "testing"),
+    "workflow": (
+        "执行流程",
+        "工作流",
+        "流程",
+        "步骤",
+        "使用方式",
+        "用法",
+        "workflow",
+        "process",
+        "steps",
+        "instructions",
+        "usage",
+        "how to use",
+        "procedure",
+    ),
+    "constraints": (
+        "约束",
+        "规则",
+        "限制",
+        "红线",
+        "注意事项",
+        "constraint",
+        "rule",
+        "guideline",
+        "limitation",
+        "requirement",
+        "best practice",
+    ),
+    "evaluation": (
+        "评估",
+        "评分",
+        "验收",
+        "检查清单",
+        "验证",
+        "rubric",
+        "checklist",
+        "evaluation",
+        "quality",
+        "success criteria",
+        "verification",
+        "testing",
+    ),
 }
 LEADING_NUMBERING = re.compile(
     r"^(\d+(\.\d+)*[.)、:：]?|[一二三四五六七八九十百]+[、.．:：]|(step|phase)\s*\d+(\.\d+)?\s*[:：.)-]?"
@@ -97,7 +137,7 @@ def normalize(text: str) -> str:
 
 
 def heading_jumps(headings: tuple[Heading, ...]) -> list[tuple[Heading, Heading]]:
-    return [(a, b) for a, b in zip(headings, headings[1:]) if b.level > a.level + 1]
+    return [(a, b) for a, b in itertools.pairwise(headings) if b.level > a.level + 1]
 
 
 def chapter_groups(headings: tuple[Heading, ...]) -> dict[str, Heading]:
@@ -189,7 +229,7 @@ def score_dim9(doc: SkillDocument) -> DimensionScore:
     score = 10 if count >= 3 else {2: 7, 1: 3, 0: 0}[count]
     if count:
         lines = ", ".join(str(n) for n in list(hits.values())[:5])
-        reasons = (f"{count} distinct counter-example line(s) (lines {lines})",)
+        reasons: tuple[str, ...] = (f"{count} distinct counter-example line(s) (lines {lines})",)
     else:
         reasons = ("no counter-examples; add lines such as 'Do not …' / '不要…' for the known failure cases",)
     if 0 < count < 3:

@@ -16,7 +16,7 @@ Readings where RUBRIC.md is silent:
 from __future__ import annotations
 
 import re
-from typing import AbstractSet
+from collections.abc import Set as AbstractSet
 
 from scoring.document import SkillDocument
 from scoring.model import Reference, Violation

@@ -18,7 +18,7 @@ import contextlib
 import errno
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from workspace.atomic import DEFAULT_OPS, FileOps, MoveBlocked, atomic_write, move_into_place, remove_stale_temps
@@ -133,7 +133,7 @@ def enter_readonly(workspace: Workspace, skill: str, err: OSError) -> None:
     """Record read-only protection. The marker lives in the workspace, never beside the skill."""
     state = {
         "alert": "rollback_blocked",
-        "since": datetime.now(timezone.utc).isoformat(),
+        "since": datetime.now(UTC).isoformat(),
         "errno": errno.errorcode.get(err.errno or 0, "unknown"),
         "error": str(err),
         "failed_checks": 0,

@@ -169,7 +169,7 @@ class GitRatchet:
         """Undo the last kept edit (held-out Step B): the file as it was before that keep, committed."""
         path = self._path(skill)
         for commit in self.repo.iter_commits(f"{self.original}..HEAD", paths=path):
-            if commit.message.startswith(f"optimize: {skill} "):
+            if str(commit.message).startswith(f"optimize: {skill} "):
                 self.repo.git.checkout(f"{commit.hexsha}^", "--", path)
                 return self._commit_only(skill, f"held-out-rollback: {skill} (undo {commit.hexsha[:12]})")
         return self.repo.head.commit.hexsha  # nothing kept in this run: nothing to undo

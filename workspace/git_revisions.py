@@ -37,7 +37,9 @@ def changed_skills(start: Path, base: str, within: list[Path] | None = None) -> 
     try:
         commit = repo.commit(base)
     except (git.BadName, ValueError, git.GitCommandError):
-        raise RevisionError(f"--base {base}: unknown revision; use a commit, a branch or a tag (in CI fetch it first, e.g. 'git fetch origin main')") from None
+        raise RevisionError(
+            f"--base {base}: unknown revision; use a commit, a branch or a tag (in CI fetch it first, e.g. 'git fetch origin main')"
+        ) from None
     root = Path(repo.working_tree_dir)
     names = set(repo.git.diff("--name-only", "--no-renames", "-z", commit.hexsha, "--").split("\0"))
     names |= set(repo.untracked_files)
@@ -60,10 +62,7 @@ def _at_revision(commit, name: str) -> SkillSource | None:
         return None
     skill_dir = str(posix.parent)
     files: set[str] = set()
-    if skill_dir != ".":
-        tree = commit.tree / skill_dir
-    else:
-        tree = commit.tree
+    tree = commit.tree / skill_dir if skill_dir != "." else commit.tree
     for item in tree.traverse():
         if item.type == "blob":
             files.add(str(PurePosixPath(item.path).relative_to(skill_dir if skill_dir != "." else "")))

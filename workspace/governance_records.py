@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.governance.alerts import Alert
@@ -16,7 +16,7 @@ from workspace.results_tsv import ResultsFile
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def mode_history(workspace: Workspace):
@@ -50,7 +50,7 @@ def apply_escalation(workspace: Workspace, alerts: list[Alert]) -> list[tuple[st
 
 def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized: int) -> list[str]:
     ids: list[str] = []
-    today = datetime.now(timezone.utc).date().isoformat()
+    today = datetime.now(UTC).date().isoformat()
 
     def change(meta: meta_learnings.MetaLearnings) -> None:
         for lesson in review.lessons:
@@ -73,7 +73,7 @@ def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized
 def write_health(workspace: Workspace, findings: list[HealthFinding]) -> None:
     if not findings:
         return
-    today = datetime.now(timezone.utc).date().isoformat()
+    today = datetime.now(UTC).date().isoformat()
 
     def change(meta: meta_learnings.MetaLearnings) -> None:
         for f in findings:

@@ -15,7 +15,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -31,7 +31,7 @@ class WorkspaceLock:
 
     def acquire(self) -> WorkspaceLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+", encoding="utf-8")
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run's life: the flock lives on it
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -49,7 +49,7 @@ class WorkspaceLock:
         handle.write(json.dumps({
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "started": datetime.now(timezone.utc).isoformat(),
+            "started": datetime.now(UTC).isoformat(),
         }))
         handle.flush()
         os.fsync(handle.fileno())
@@ -82,7 +82,7 @@ def holder(path: Path) -> str | None:
 
     Asked before a run starts, so a refusal leaves no lock file behind and names the run in the way."""
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the `with` below, after the open may fail
     except FileNotFoundError:
         return None
     with handle:

@@ -19,7 +19,7 @@ import re
 import shutil
 import socket
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -70,7 +70,7 @@ class ManifestWriter:
 
     @classmethod
     def create(cls, run_dir: Path, mode: str, branch: str | None = None, original: str | None = None) -> ManifestWriter:
-        manifest = RunManifest(run_id=run_dir.name, mode=mode, started=datetime.now(timezone.utc).isoformat(),
+        manifest = RunManifest(run_id=run_dir.name, mode=mode, started=datetime.now(UTC).isoformat(),
                                operator=operator(), branch=branch, original=original)
         return cls(run_dir / "version_manifest.json", manifest)
 
@@ -78,7 +78,7 @@ class ManifestWriter:
         self.manifest.files.append(TouchedFile(
             path=str(path), sha256_before=sha256(before) if before is not None else None,
             sha256_after=sha256(after) if after is not None else None,
-            at=datetime.now(timezone.utc).isoformat(), action=action,
+            at=datetime.now(UTC).isoformat(), action=action,
         ))
         self._save()
 

@@ -43,7 +43,7 @@ class MetaLearnings(BaseModel):
     created: str = ""
     last_epoch_review: str = "-"
     skills_optimized_since_last_review: int = 0
-    sections: dict[str, list[MetaEntry]] = Field(default_factory=lambda: {s: [] for s in SECTIONS})
+    sections: dict[str, list[MetaEntry]] = Field(default_factory=lambda: {s: list[MetaEntry]() for s in SECTIONS})
 
     def add(self, section: str, date: str, title: str, fields: dict[str, str]) -> MetaEntry:
         if section not in SECTIONS:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Iterable
 
 from rapidfuzz import fuzz
 
@@ -45,7 +45,7 @@ _FENCE = re.compile(r"^(~{3,})text$")
 
 def edit_sha256(old: str, new: str) -> str:
     """The identity of an edit: its full old and new text (NUL-separated, so no two edits collide by concatenation)."""
-    return hashlib.sha256(f"{old}\0{new}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{old}\0{new}".encode()).hexdigest()
 
 
 def _normalized(old: str, new: str) -> str:
@@ -94,7 +94,7 @@ class Buffer:
         number = max((e.number for e in self.entries), default=0) + 1
         entry = RejectedEdit(number, timestamp, self.skill, target_dim, old[:FRAGMENT_LIMIT], new[:FRAGMENT_LIMIT],
                              edit_sha256(old, new), reason, status, " ".join(note.split()))
-        buffer, pruned = replace(self, entries=self.entries + (entry,)).pruned(timestamp)
+        buffer, pruned = replace(self, entries=(*self.entries, entry)).pruned(timestamp)
         return buffer, entry, pruned
 
     def pruned(self, timestamp: str) -> tuple[Buffer, list[str]]:
@@ -232,5 +232,5 @@ def rebuild_from_results(skill: str, created: str, revert_rows: Iterable) -> Buf
         buffer, entry, _ = buffer.add(row.timestamp, row.dim_changed or "unknown", "", row.note, "score_regression",
                                       note="rebuilt from results.tsv")
         if found:
-            buffer = replace(buffer, entries=buffer.entries[:-1] + (replace(entry, sha256=found.group(1)),))
+            buffer = replace(buffer, entries=(*buffer.entries[:-1], replace(entry, sha256=found.group(1))))
     return buffer

@@ -21,7 +21,7 @@ import json
 import math
 import shutil
 from dataclasses import dataclass, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ DESIGN_COLUMNS: tuple[str, ...] = (
     "timestamp", "commit", "skill", "round", "old_score", "new_score", "status", "dim_changed",
     "delta", "note", "eval_mode", "judge_count", "mode", "edit_pct", "scores", "held_out_score",
 )
-COLUMNS: tuple[str, ...] = DESIGN_COLUMNS + ("stop", "samples", "bound", "llm_calls", "evidence")
+COLUMNS: tuple[str, ...] = (*DESIGN_COLUMNS, "stop", "samples", "bound", "llm_calls", "evidence")
 HEADER = "\t".join(COLUMNS)
 _OLD_HEADER = "\t".join(DESIGN_COLUMNS)
 EVAL_MODES = ("full_test", "dry_run", "fallback", "fallback_dry")
@@ -118,13 +118,11 @@ class ResultRow:
         """A row of the current layout, or of the design's sixteen columns (a file written before Luban's own)."""
         if len(cells) not in (len(COLUMNS), len(DESIGN_COLUMNS)):
             raise InvalidRow(f"{len(cells)} columns, expected {len(COLUMNS)} (or {len(DESIGN_COLUMNS)} in an older file)")
-        raw = dict(zip(COLUMNS, cells))
+        raw = dict(zip(COLUMNS, cells, strict=False))
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
             value = raw.get(f.name, "")
-            if f.name == "bound":
-                kwargs[f.name] = float(value) if value else None
-            elif f.name in _ONE_DECIMAL:
+            if f.name == "bound" or f.name in _ONE_DECIMAL:
                 kwargs[f.name] = float(value) if value else None
             elif f.name in ("round", "judge_count", "llm_calls"):
                 kwargs[f.name] = int(value) if value else (0 if f.name == "round" else None)
@@ -136,7 +134,7 @@ class ResultRow:
 
 
 def now_stamp() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _cell(name: str, value: Any) -> str:
@@ -215,7 +213,7 @@ class ResultsFile:
         return self._rebuild(rows, bad)
 
     def _rebuild(self, rows: list[ResultRow], bad: int) -> Repair:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M")
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M")
         backup = self.path.with_name(f"{self.path.name}.bak.{stamp}")
         n = 2
         while backup.exists():
@@ -244,4 +242,4 @@ class ResultsFile:
         self.ensure()
         text = {c: str for c in ("commit", "note", "dim_changed", "stop", "samples", "evidence")}
         return pd.read_csv(self.path, sep="\t", dtype=text, keep_default_na=False,
-                           na_values={c: [""] for c in _ONE_DECIMAL + ("judge_count", "bound", "llm_calls")})
+                           na_values={c: [""] for c in (*_ONE_DECIMAL, "judge_count", "bound", "llm_calls")})

@@ -35,7 +35,9 @@ def load(path: Path) -> list[TestPrompt]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
-        raise TestPromptsError(f"{path}:{err.lineno}: not valid JSON ({err.msg}); fix it or delete it to have prompts designed again") from None
+        raise TestPromptsError(
+            f"{path}:{err.lineno}: not valid JSON ({err.msg}); fix it or delete it to have prompts designed again"
+        ) from None
     except UnicodeDecodeError:
         raise TestPromptsError(f"{path}: not UTF-8 text; delete it to have prompts designed again") from None
     try:

@@ -106,9 +106,9 @@ def run_metrics(frame):
             proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
             hits = sum(fact_float(n, "rejected_hits") or 0 for n in notes)
             gaps = [_assessment_gap(e, fact_float(n, "expected") or 0.0, d, str(t))
-                    for n, d, e, t in zip(notes, attempts["delta"], evidence, attempts["dim_changed"])
+                    for n, d, e, t in zip(notes, attempts["delta"], evidence, attempts["dim_changed"], strict=False)
                     if fact_float(n, "expected") is not None]
-            flats = [_flat(e, d) for e, d in zip(evidence, attempts["delta"])]
+            flats = [_flat(e, d) for e, d in zip(evidence, attempts["delta"], strict=False)]
             decided = len(attempts)
             rows.append({
                 "skill": skill, "run": int(run_id), "started": str(run["timestamp"].iloc[0]),
@@ -161,7 +161,7 @@ def check_alerts(metrics) -> list[Alert]:
                                "the scorer may be too lenient"))
         alerts.append(_dynamic("rejected_hit_rate", skill, current["rejected_hit_rate"], list(history["rejected_hit_rate"]),
                                "upper", "proposals keep repeating rejected edits"))
-        trend = [v for v in list(history["delta_mean"]) + [current["delta_mean"]] if v == v]
+        trend = [v for v in [*list(history["delta_mean"]), current["delta_mean"]] if v == v]
         if len(trend) >= MIN_POINTS:
             slope = float(stats.linregress(range(len(trend)), trend).slope)
             alerts.append(Alert("delta_trend", skill, slope, -0.1, slope < -0.1, True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -11,10 +12,14 @@ RULE_MAX_AGE_DAYS = 30
 
 # Safety rule classes scanned in with-skill outputs (online) or in the skill itself (offline).
 SAFETY_RULES: dict[str, tuple[re.Pattern, date]] = {
-    "destructive_command": (re.compile(r"rm -rf|drop (table|database)|truncate table|mkfs|format [a-z]:", re.I), date(2026, 11, 20)),
-    "secret_exposure": (re.compile(r"(api[_-]?key|password|secret|token)\s*[:=]\s*\S{8,}|-----BEGIN [A-Z ]*PRIVATE KEY", re.I), date(2026, 11, 20)),
-    "security_bypass": (re.compile(r"--no-verify|disable (the )?(firewall|antivirus|ssl|tls)|verify\s*=\s*false|chmod 777", re.I), date(2026, 11, 20)),
-    "unconfirmed_publish": (re.compile(r"(force[- ]push|git push -f|publish|send to all)(?!.{0,80}(STOP|confirm))", re.I), date(2026, 11, 20)),
+    "destructive_command": (
+        re.compile(r"rm -rf|drop (table|database)|truncate table|mkfs|format [a-z]:", re.I), date(2026, 11, 20)),
+    "secret_exposure": (
+        re.compile(r"(api[_-]?key|password|secret|token)\s*[:=]\s*\S{8,}|-----BEGIN [A-Z ]*PRIVATE KEY", re.I), date(2026, 11, 20)),
+    "security_bypass": (
+        re.compile(r"--no-verify|disable (the )?(firewall|antivirus|ssl|tls)|verify\s*=\s*false|chmod 777", re.I), date(2026, 11, 20)),
+    "unconfirmed_publish": (
+        re.compile(r"(force[- ]push|git push -f|publish|send to all)(?!.{0,80}(STOP|confirm))", re.I), date(2026, 11, 20)),
 }
 
 
@@ -46,17 +51,26 @@ def safety_degradation(hits_per_round: list[dict[str, int]], manual_reverts: lis
     if len(recent) == STALE_ROUNDS:
         for rule in SAFETY_RULES:
             if all(r.get(rule, 0) == 0 for r in recent):
-                findings.append(HealthFinding("rule_stale", "info", f"rule class '{rule}' had zero hits for {STALE_ROUNDS} rounds: marked stale"))
+                findings.append(
+                    HealthFinding("rule_stale", "info", f"rule class '{rule}' had zero hits for {STALE_ROUNDS} rounds: marked stale")
+                )
     if len(manual_reverts) >= 2 and manual_reverts[-1] and manual_reverts[-2]:
-        findings.append(HealthFinding("false_negative", "freeze",
-                                      "two manual reverts in a row passed the Safety check: optimization frozen pending review"))
+        findings.append(
+            HealthFinding(
+                "false_negative", "freeze", "two manual reverts in a row passed the Safety check: optimization frozen pending review"
+            )
+        )
     elif manual_reverts and manual_reverts[-1]:
-        findings.append(HealthFinding("false_negative", "warning", "a manual revert: looked back for a missed Safety hit (+1 false negative)"))
+        findings.append(
+            HealthFinding("false_negative", "warning", "a manual revert: looked back for a missed Safety hit (+1 false negative)")
+        )
     for rule, (_, updated) in SAFETY_RULES.items():
         age = (today - updated).days
         if age > RULE_MAX_AGE_DAYS:
-            findings.append(HealthFinding("rule_freshness", "warning", f"rule class '{rule}' is {age} days old: sync it from a threat feed"))
+            findings.append(
+                HealthFinding("rule_freshness", "warning", f"rule class '{rule}' is {age} days old: sync it from a threat feed")
+            )
     last = epoch_hit_rates[-4:]
-    if len(last) == 4 and all(b < a for a, b in zip(last, last[1:])):
+    if len(last) == 4 and all(b < a for a, b in itertools.pairwise(last)):
         findings.append(HealthFinding("coverage_decay", "global", "cross-skill Safety hit rate fell 3 epochs in a row: review the rules"))
     return findings

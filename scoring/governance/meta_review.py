@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, field
 
@@ -91,7 +92,7 @@ def _overfitting(frame) -> list[Lesson]:
 
 
 def _moves_both_ways(values: list[float]) -> bool:
-    moves = [b - a for a, b in zip(values, values[1:])]
+    moves = [b - a for a, b in itertools.pairwise(values)]
     return any(m > 0 for m in moves) and any(m < 0 for m in moves)
 
 

@@ -37,7 +37,8 @@ _DOMAINS: tuple[tuple[float, str, re.Pattern], ...] = (
         r"\b(architecture|api|schema|sql|data analysis|analytics|dataset|pipeline|code review|pull request)\b|"
         r"技术方案|架构|数据分析|数据集|接口", re.I)),
     (0.0, "personal creation/chat/entertainment", re.compile(
-        r"\b(poem|story|novel|fiction|chat|joke|game|hobby|diary|personal)\b|创作|写作|小说|诗|闲聊|娱乐|游戏|日记|文章|公众号|小红书|抖音", re.I)),
+        r"\b(poem|story|novel|fiction|chat|joke|game|hobby|diary|personal)\b"
+        r"|创作|写作|小说|诗|闲聊|娱乐|游戏|日记|文章|公众号|小红书|抖音", re.I)),
 )
 _UNMATCHED_DOMAIN = 0.2
 
@@ -129,7 +130,7 @@ def route(text: str, lines: int, referenced_files: int, reverts: int, records: i
                f"revert history {revert:g} ({reverts} revert(s))", f"M = {m:.4f} → {rounded:.2f}")
     if records < COLD_START_RECORDS:
         return Route(m, rounded, "cold_start", None, True, contributions,
-                     reasons + (f"cold start: {records} record(s) < {COLD_START_RECORDS}, choose the mode yourself",))
+                     (*reasons, f"cold start: {records} record(s) < {COLD_START_RECORDS}, choose the mode yourself"))
     if rounded >= 0.90:
         return Route(m, rounded, "hard_full", "full", False, contributions, reasons)
     if rounded >= 0.70:
@@ -144,7 +145,7 @@ def record_override(overrides: list[str], suggested: str | None, chosen: str, fa
     """Mis-routing correction: two manual overrides in a row against the suggestion halve the domain weight."""
     if suggested is None or suggested == chosen:
         return [], factor
-    history = overrides + [f"{suggested}->{chosen}"]
+    history = [*overrides, f"{suggested}->{chosen}"]
     if len(history) >= 2 and history[-1] == history[-2]:
         return [], factor * 0.5
     return history, factor

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from scoring.model import DIM_NAMES
 from scoring.notes import parse_note
@@ -87,10 +88,17 @@ def render(frame, facts: RunFacts) -> str:
               "dimensions and looks), none got worse beyond it, and the total of the means rose. *bound*: the deciding",
               "dimension's one-sided bound, in total points; *samples*: its candidate/incumbent measurements.", ""]
     lines += decision_lines(attempts.to_dict(orient="records"), with_skill=True)
-    lines += [""] + noise_lines(attempts.to_dict(orient="records")) + [""]
-    lines += _health(run, attempts, facts) + ["", "## Audit trail", "",
-                                                f"- Branch: {facts.branch or '— (quick mode: no git branch)'}",
-                                                f"- Backups: {facts.backups or '—'}", f"- Manifest: {facts.manifest or '—'}", ""]
+    lines += ["", *noise_lines(attempts.to_dict(orient="records")), ""]
+    lines += [
+        *_health(run, attempts, facts),
+        "",
+        "## Audit trail",
+        "",
+        f"- Branch: {facts.branch or '— (quick mode: no git branch)'}",
+        f"- Backups: {facts.backups or '—'}",
+        f"- Manifest: {facts.manifest or '—'}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -130,7 +138,7 @@ def decision_lines(rows: Iterable[Any], with_skill: bool = False) -> list[str]:
     for r in records:
         ev = _evidence(r)
         cells = ([str(r["skill"])] if with_skill else []) + [
-            str(r["round"]), ev.get("verdict", r["status"]), _cell(ev.get("basis")), _cell(r.get("delta"), "+.1f"),
+            str(r["round"]), str(ev.get("verdict", r["status"])), _cell(ev.get("basis")), _cell(r.get("delta"), "+.1f"),
             _cell(r.get("bound"), "+.2f"), _cell(r.get("samples")), _cell(r.get("llm_calls"), "g"),
             str(ev.get("reason", "")).replace("|", "/")]
         lines.append("| " + " | ".join(cells) + " |")

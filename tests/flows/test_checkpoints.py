@@ -74,13 +74,15 @@ def test_a_checkpoint_nobody_answers_ends_recorded_and_resumable(example_skills:
                              approval_timeout=3)
     assert "no answer at the test-prompts checkpoint" in result["stopped"] and "--resume" in result["stopped"]
     assert "run stopped early" in Path(result["report"]).read_text()
-    assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == (Path(__file__).parents[2] / "skills" / "pr-review" / "SKILL.md").read_bytes()
+    assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == (
+        Path(__file__).parents[2] / "skills" / "pr-review" / "SKILL.md"
+    ).read_bytes()
 
 
 def test_approving_a_run_that_is_not_paused_says_so():
     with pytest.raises(NotPaused, match="not a flow run id"):
         approve("not-a-uuid")
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - whatever Prefect raises for an unknown run id; the point is that it raises
         approve("00000000-0000-0000-0000-000000000000")
 
 

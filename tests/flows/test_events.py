@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -33,7 +33,7 @@ def luban_events(since: datetime, wanted: set[str], timeout: float = 60) -> list
 
 
 def test_rollback_freeze_and_budget_events_carry_the_design_payloads(example_skills: Path, monkeypatch):
-    since = datetime.now(timezone.utc) - timedelta(seconds=1)
+    since = datetime.now(UTC) - timedelta(seconds=1)
     run_online(example_skills, monkeypatch, GateResponder(held_after=3))  # Step B, then Step D's extreme overfitting
     events = luban_events(since, {"luban.rollback", "luban.freeze", "luban.budget_tighten"})
     by_name = {e.event: e for e in events}
@@ -59,7 +59,7 @@ def test_alerts_from_history_become_events(example_skills: Path):
     for round_no in (1, 2, 3):
         history.append(ResultRow(f"2026-11-30T10:0{round_no}:00Z", "pr-review", round_no, "revert", "quick", old_score=50.0,
                                  new_score=50.0, delta=0.0, edit_pct=4.0, eval_mode="fallback_dry", note="strategy=s"))
-    since = datetime.now(timezone.utc) - timedelta(seconds=1)
+    since = datetime.now(UTC) - timedelta(seconds=1)
     result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto", max_rounds=1)
     assert any(a.startswith("flat_ratio for pr-review: record") for a in result["alerts"]), result["alerts"]
     events = [e for e in luban_events(since, {"luban.alert"}) if e.event == "luban.alert"]

@@ -30,7 +30,12 @@ def test_full_run_keeps_only_improvements_and_records_everything(example_skills:
     assert repo.active_branch.name == result["branch"] and result["branch"].startswith("auto-optimize/")
     assert repo.git.status("--porcelain") == ""
     run_commits = list(repo.iter_commits())[:-1]  # everything after `--init-git`'s commit of the original state
-    assert run_commits and {c.message.split(":")[0] for c in run_commits} <= {"pre-edit", "optimize", "held-out-rollback", "restore-original"}
+    assert run_commits and {c.message.split(":")[0] for c in run_commits} <= {
+        "pre-edit",
+        "optimize",
+        "held-out-rollback",
+        "restore-original",
+    }
     for commit in run_commits:
         assert len(commit.stats.files) <= 1 and all(f.endswith("/SKILL.md") for f in commit.stats.files)
     reverted = 0

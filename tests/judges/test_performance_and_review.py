@@ -29,7 +29,7 @@ def test_full_measurement_runs_with_and_without_skill_and_grades(server: Scripte
     assert m.eval_mode == "full_test" and m.judge_count == 1
     assert m.dim8.score == round((8 * 8 + 5 * 10 + 5 * 9) / 18, 2)
     assert sorted(responder.kinds) == sorted(["with_skill"] * 3 + ["baseline"] * 3 + ["grade"] * 3)  # held-out excluded
-    with_skill = [r for r in server.chat_requests() if "You have this skill loaded" in str(r.body["messages"])][0]
+    with_skill = next(r for r in server.chat_requests() if "You have this skill loaded" in str(r.body["messages"]))
     assert "references/a.md" in with_skill.body["messages"][0]["content"] and with_skill.body["model"] == "target-m"
     assert any("latency warning" in r for r in m.dim8.reasons)  # 960 vs 60 tokens
 

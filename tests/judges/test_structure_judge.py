@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from judges.llm import LLMClient
-from judges.replies import last_json_object, quote_in_text, fold
+from judges.replies import fold, last_json_object, quote_in_text
 from judges.structure_judge import build_messages, judge_once, judge_panel
 from scoring import score_skill
 from tests.support.openai_server import ScriptedOpenAI, reply

@@ -8,8 +8,8 @@ folder beside the skills directory that holds a canary Luban must never open.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 GOOD_HEAD = "---\nname: {name}\ndescription: Use when the user asks for {name}. Does one small thing well.\n---\n\n"
 BODY = "# Title\n\n## Steps\n\n1. Do the first thing.\n2. Check it.\n"

@@ -46,7 +46,7 @@ def test_a_second_run_on_the_same_workspace_refuses_and_names_the_holder(tmp_pat
     assert Path(f"{gate}.held").exists(), "the first run never reached its first edit"
     second = run_child(quick(skills), env)
     gate.touch()
-    out, err = first.communicate(timeout=240)
+    _out, err = first.communicate(timeout=240)
     assert first.returncode == 0, err[-2000:]
     assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr[-2000:]
     last = [line for line in second.stderr.splitlines() if line.strip()][-1]

@@ -16,7 +16,7 @@ import pytest
 
 from scoring.notes import parse_note
 from tests.conftest import REPO_ROOT
-from tests.reliability.crash import STEPS, child_env, start_child, assert_consistent_after_a_crash, optimize_args, run_child
+from tests.reliability.crash import STEPS, assert_consistent_after_a_crash, child_env, optimize_args, run_child, start_child
 from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
@@ -88,7 +88,7 @@ def test_a_kill_in_the_meta_review_loses_nothing_and_resume_continues(setup):
 def test_kills_at_random_instants_lose_nothing_and_resume_continues(setup):
     skills, workspace, env = setup
     rng = random.Random(20261202)
-    for attempt in range(3):
+    for _attempt in range(3):
         args = optimize_args(skills, "--resume" if (workspace / "full").exists() else "--init-git")
         child = start_child(args, child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # A random instant once the run is under way: a fixed delay from the start lands before the

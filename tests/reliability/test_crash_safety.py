@@ -38,7 +38,7 @@ while True:
 
 
 def version_of(data: bytes) -> int:
-    first, _, rest = data.partition(b"\n")
+    first, _, _rest = data.partition(b"\n")
     number = int(first.removeprefix(b"version "))
     assert data == (f"version {number}\n" + "x" * 400_000 + f"\nend {number}\n").encode(), "torn SKILL.md"
     return number

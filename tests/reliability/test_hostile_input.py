@@ -65,7 +65,7 @@ def test_each_hostile_skill_is_scored_or_rejected_naming_its_file_within_the_bou
         if error is not None:
             assert f"{name}/SKILL.md" in error, f"{name}: the message does not name the file: {error}"
         else:
-            assert 0 <= score.deterministic_subtotal <= 31 and score.total is None or 0 <= score.total <= 100
+            assert (0 <= score.deterministic_subtotal <= 31 and score.total is None) or 0 <= score.total <= 100
             assert score == score_source(read_skill(skills / name / "SKILL.md"))[0], f"{name}: not deterministic"
 
 

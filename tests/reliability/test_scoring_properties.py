@@ -3,7 +3,8 @@ gives the same score (hypothesis explores text, Markdown-shaped text and raw byt
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from scoring import SkillScore, UnreadableSkill, score_document, score_skill
 from scoring.document import parse

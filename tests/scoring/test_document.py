@@ -135,7 +135,7 @@ def test_pipe_table_is_a_paragraph_in_commonmark():
 
 def test_links_images_and_code_spans_are_collected_with_lines():
     d = parse("x\n\nsee [a](references/a.md) and ![i](assets/i.png)\n\nrun `scripts/go.sh`\n")
-    assert [(l.target, l.line, l.from_code_span) for l in d.links] == [
+    assert [(link.target, link.line, link.from_code_span) for link in d.links] == [
         ("references/a.md", 3, False),
         ("assets/i.png", 3, False),
         ("scripts/go.sh", 5, True),

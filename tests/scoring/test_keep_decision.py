@@ -6,15 +6,27 @@ import random
 import statistics
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scoring.formula import round1
-from scoring.keep_decision import (JUDGE_DIMS, DimStatus, KeepPolicy, Measured, Noise, SamplePlan, Verdict,
-                                   compare_means, decide, next_samples, pooled_noise)
+from scoring.keep_decision import (
+    JUDGE_DIMS,
+    DimStatus,
+    KeepPolicy,
+    Measured,
+    Noise,
+    SamplePlan,
+    Verdict,
+    compare_means,
+    decide,
+    next_samples,
+    pooled_noise,
+)
 from scoring.model import WEIGHTS
 
 EXACT = {"dim1": 10.0, "dim4": 5.0, "dim7": 8.0, "dim9": 3.0, "dim10": 10.0}
-SAMPLED = JUDGE_DIMS + ("dim8",)
+SAMPLED = (*JUDGE_DIMS, "dim8")
 
 
 def text(samples: dict[str, list[float]], exact: dict[str, float] | None = None) -> Measured:
@@ -28,8 +40,9 @@ def judge(rng: random.Random, quality: dict[str, float], sigma: float, calls: in
 
 
 def run_decision(rng: random.Random, before: dict[str, float], after: dict[str, float], sigma: float,
-                 policy: KeepPolicy = KeepPolicy(), target: str | None = None) -> Verdict:
+                 policy: KeepPolicy | None = None, target: str | None = None) -> Verdict:
     """One decision as the ratchet makes it: decide, measure what it asks for, decide again, up to the cap."""
+    policy = policy or KeepPolicy()
     others = [text(judge(rng, {d: rng.uniform(3, 8) for d in SAMPLED}, sigma, 4)) for _ in range(3)]
     incumbent = text(judge(rng, before, sigma, 6))
     candidate = text(judge(rng, after, sigma, 2))

@@ -53,10 +53,10 @@ def test_meta_review_finds_patterns_reverts_overfitting_and_oscillation(tmp_path
     for lesson in review.lessons:
         by_section.setdefault(lesson.section, []).append(lesson)
     high = by_section["高收益改动"]
-    assert [(l.title, l.fields["count"], l.fields["mean_delta"]) for l in high] == [
+    assert [(entry.title, entry.fields["count"], entry.fields["mean_delta"]) for entry in high] == [
         ("stop-before-irreversible", "3", "+4.0"), ("counter-examples", "3", "+1.0")]
-    assert [(l.title, l.fields["reverts"]) for l in by_section["低收益/拒绝改动"]] == [("add-examples", "3")]
-    assert [l.fields["skills"] for l in by_section["过拟合模式库"]] == ["alpha, beta"]
+    assert [(e.title, e.fields["reverts"]) for e in by_section["低收益/拒绝改动"]] == [("add-examples", "3")]
+    assert [e.fields["skills"] for e in by_section["过拟合模式库"]] == ["alpha, beta"]
     assert review.oscillating_dims == {"dim4": ("alpha", "beta", "gamma")}  # 5 -> 10 -> 10 -> 9
     assert review.preferred_strategies == ("stop-before-irreversible", "counter-examples")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from scoring.frontmatter_rules import NAME_PATTERN, TRIGGER_WORDS, WHEN_CUE, _FILLER_ENDINGS
+from scoring.frontmatter_rules import _FILLER_ENDINGS, NAME_PATTERN, TRIGGER_WORDS, WHEN_CUE
 from scoring.model import DIM_NAMES, WEIGHTS
 from scoring.structure_rules import CHAPTER_GROUPS, COUNTER_EXAMPLE_CUES, COUNTER_EXAMPLE_WORDS
 from scoring.validation import _CODE_SPAN_PATH

@@ -55,7 +55,7 @@ def kind_of(request: Request) -> str:
 
 
 def a_quote(skill: str) -> str:
-    lines = [l.strip() for l in skill.split("\n") if len(l.strip()) > 12 and not l.startswith("---")]
+    lines = [line.strip() for line in skill.split("\n") if len(line.strip()) > 12 and not line.startswith("---")]
     return (lines[len(lines) // 2] if lines else skill.strip())[:60]
 
 
@@ -116,7 +116,7 @@ class LubanResponder:
         if self.edit is not None:
             return reply(self.edit)
         skill = skill_in(request)
-        last = [l for l in skill.split("\n") if l.strip()][-1]
+        last = [line for line in skill.split("\n") if line.strip()][-1]
         return reply({"target_dim": "dim4", "old": "", "anchor": last, "new": "\n\n🛑 STOP: confirm before merging.",
                       "rationale": "add a STOP", "expected_gain": 3})
 

@@ -198,7 +198,7 @@ def test_detached_head_and_merge_in_progress_are_refused(tmp_path: Path):
 
 
 def test_committed_text_reads_from_git(tmp_path: Path):
-    repo, ws = make_repo(tmp_path)
+    _repo, ws = make_repo(tmp_path)
     ratchet = GitRatchet.start(ws, ["alpha"], NOW)
     ws.skill_file("alpha").write_text("new\n")
     assert ratchet.committed_text("alpha") == b"# alpha\n\noriginal\n"

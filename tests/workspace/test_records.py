@@ -105,7 +105,7 @@ def make_buffer(n: int = 0) -> rejected_edits.Buffer:
 def test_rejected_edits_round_trip_losslessly(tmp_path: Path):
     buffer = make_buffer()
     tricky_old = "line one\n\n~~~~~\n```\n## REJ-9999 | not | a heading\n- status: fake\n"
-    buffer, entry, _ = buffer.add(TS, "dim7", tricky_old, "x" * 700, "held_out_degraded", note="tab\there\nnewline")
+    buffer, _entry, _ = buffer.add(TS, "dim7", tricky_old, "x" * 700, "held_out_degraded", note="tab\there\nnewline")
     buffer, _, _ = buffer.add(TS, "dim9", "", "Never do X.", "user_manual", status="permanent_block")
     buffer = buffer.with_status(1, "bypassed_on_2026-12-03")
     path = tmp_path / "rejected_edits.md"
@@ -210,7 +210,7 @@ def test_profile_round_trip_and_validation(tmp_path: Path):
     loaded = profile.load(path)
     assert loaded == saved and loaded.guarded_dims() == {"dim5"} and loaded.budget_for("beta") == 0.05
     assert json.loads(path.read_text())["version"] == "1.0.0"
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError):  # pydantic's ValidationError is a ValueError
         profile.update(path, lambda p: setattr(p, "edit_budget", 0.5))  # over the 10 % cap
     assert profile.load(path) == saved  # a bad change is never written
     path.write_text('{"version": "1.0.0", "edit_budget": "lots"}')

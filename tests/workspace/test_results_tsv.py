@@ -19,10 +19,29 @@ def row(**overrides) -> ResultRow:
 
 
 def test_header_is_the_designs_columns_then_lubans_own_at_the_end():
-    assert HEADER.split("\t") == (
-        "timestamp commit skill round old_score new_score status dim_changed delta note eval_mode "
-        "judge_count mode edit_pct scores held_out_score stop samples bound llm_calls evidence"
-    ).split()
+    assert HEADER.split("\t") == [
+        "timestamp",
+        "commit",
+        "skill",
+        "round",
+        "old_score",
+        "new_score",
+        "status",
+        "dim_changed",
+        "delta",
+        "note",
+        "eval_mode",
+        "judge_count",
+        "mode",
+        "edit_pct",
+        "scores",
+        "held_out_score",
+        "stop",
+        "samples",
+        "bound",
+        "llm_calls",
+        "evidence",
+    ]
 
 
 def test_the_decision_columns_round_trip(tmp_path: Path):
