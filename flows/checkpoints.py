@@ -143,8 +143,9 @@ def _suspendable_root(timeout: int) -> UUID | None:
 def _ask_in_terminal(name: str, summary: str, choices: tuple[str, ...], default_choice: str) -> Decision:
     import typer
 
-    typer.echo(f"\n🔴 CHECKPOINT {name}\n{summary}")
+    # On stderr, like every other word for the person: stdout carries the run's JSON document.
+    typer.echo(f"\n🔴 CHECKPOINT {name}\n{summary}", err=True)
     if choices:
-        choice = typer.prompt(f"choose one of {', '.join(choices)}", default=default_choice or choices[0])
+        choice = typer.prompt(f"choose one of {', '.join(choices)}", default=default_choice or choices[0], err=True)
         return Decision(True, choice, "", "cli")
-    return Decision(typer.confirm("approve?", default=True), "", "", "cli")
+    return Decision(typer.confirm("approve?", default=True, err=True), "", "", "cli")

@@ -198,6 +198,9 @@ def prefect_defaults(home: str | None = None) -> None:
 
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # The temporary server's services log a cancelled flush as an ERROR with two tracebacks when it stops at the
+    # end of every run: nothing a user can act on. Its real failures still surface as the flow's errors.
+    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
     if home:
         os.environ.setdefault("PREFECT_HOME", home)
@@ -237,6 +240,7 @@ def optimize(
     """Run the optimize-skills flow (Phases 0–6) locally. The run's summary is one JSON document on stdout."""
     llm = _llm_flags(judge_model, target_model, editor_model, max_llm_calls)
     _refuse_early("optimize", skills_dir, skills, mode, approval, budget, workspace, init_git, resume, llm)
+    _stop_at_first_interrupt(skills_dir, workspace, mode)
     prefect_defaults()
     from flows.optimize import optimize_skills
 
@@ -280,6 +284,18 @@ def _refuse_early(command: str, skills_dir: str, skills, mode: str, approval: st
         preflight(skills_dir, list(skills or []), mode, approval, budget, workspace, init_git, resume, llm, evaluate_only)
     except Refused as err:
         _usage_error(str(err), command)
+
+
+def _stop_at_first_interrupt(skills_dir: str, workspace: str | None, mode: str) -> None:
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from flows.interrupt import exit_at_first_interrupt, interrupted_summary, resume_command
+    from workspace.layout import default_root
+
+    started = datetime.now(UTC).replace(microsecond=0)  # results.tsv stamps whole seconds
+    root = Path(workspace).resolve() if workspace else default_root(Path(skills_dir))
+    exit_at_first_interrupt(lambda: interrupted_summary(root, started, resume_command(skills_dir, workspace, mode, root)))
 
 
 def _emit_json(result: dict) -> None:

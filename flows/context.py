@@ -9,6 +9,7 @@ from typing import Any
 
 from flows.checkpoints import Approval, Decision, checkpoint
 from flows.measure import Ledger
+from flows.progress import NO_DISPLAY, Display
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
@@ -88,6 +89,7 @@ class Run:
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
     asked: dict[str, int] = field(default_factory=dict)  # checkpoint name → times asked (keys must be unique)
+    display: Display = NO_DISPLAY  # the terminal's progress bar while Phase 2 runs, paused for every question
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
     inserted: dict[str, str] = field(default_factory=dict)  # a kept edit's inserted block (normalized) → its skill
     policy: KeepPolicy = field(default_factory=KeepPolicy)
@@ -116,7 +118,8 @@ class Run:
         self.asked[name] = self.asked.get(name, 0) + 1
         key = name if self.asked[name] == 1 else f"{name}#{self.asked[name]}"
         kwargs.setdefault("timeout", self.options.approval_timeout)
-        return checkpoint(key, summary, self.options.approval, on_suspend=self._suspending, **kwargs)
+        with self.display.paused():  # a prompt is never drawn under the progress bar
+            return checkpoint(key, summary, self.options.approval, on_suspend=self._suspending, **kwargs)
 
     def _suspending(self, key: str) -> None:
         run_marker.save(self.workspace.root, self.flow_run_id, state="suspended", checkpoint=key, since=now_stamp(),

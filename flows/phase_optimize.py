@@ -10,7 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 from flows import measure, tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
-from flows.progress import progress
+from flows.progress import NO_DISPLAY, progress
 from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, reject
 from flows.trial import Outcome, try_edit
 from scoring.formula import round1
@@ -27,8 +27,12 @@ from workspace.results_tsv import Status, Stop
 def optimize_all(run: Run) -> None:
     """Skills in ascending baseline order; a 🔴 checkpoint after each; 'not good' restores the original."""
     order = sorted(run.skills, key=run.incumbent_total)
-    with progress(order, run.max_rounds) as update:
-        _optimize_in_order(run, order, update)
+    with progress(order, run.max_rounds) as display:
+        run.display = display  # a checkpoint asked in the terminal pauses it (Run.ask)
+        try:
+            _optimize_in_order(run, order, display.update)
+        finally:
+            run.display = NO_DISPLAY
 
 
 def _optimize_in_order(run: Run, order: list[str], update) -> None:

@@ -4,53 +4,17 @@ from __future__ import annotations
 
 import os
 import re
-import select
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.terminal import Terminal
 from workspace.results_tsv import ResultsFile
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 BIN = Path(sys.executable).parent
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-
-
-class Terminal:
-    """A child process on a pseudo-terminal; ``expect`` reads until a pattern shows, ``send`` types a line."""
-
-    def __init__(self, args: list[str], env: dict[str, str]):
-        master, slave = os.openpty()
-        self.master, self.seen = master, ""
-        self.process = subprocess.Popen(args, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
-        os.close(slave)
-
-    def expect(self, pattern: str, timeout: float = 120) -> re.Match:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            found = re.search(pattern, ANSI.sub("", self.seen))
-            if found:
-                self.seen = ANSI.sub("", self.seen)[found.end():]
-                return found
-            ready, _, _ = select.select([self.master], [], [], 0.5)
-            if ready:
-                try:
-                    self.seen += os.read(self.master, 65536).decode("utf-8", "replace")
-                except OSError:  # the child closed the terminal
-                    break
-        raise AssertionError(f"no {pattern!r} within {timeout} s; the terminal showed:\n{ANSI.sub('', self.seen)[-3000:]}")
-
-    def send(self, line: str) -> None:
-        os.write(self.master, (line + "\n").encode())
-
-    def close(self) -> int:
-        try:
-            return self.process.wait(60)
-        finally:
-            os.close(self.master)
 
 
 def test_cli_approval_asks_in_the_terminal_and_a_no_restores_the_original(example_skills: Path):

@@ -1,0 +1,72 @@
+"""The first Ctrl-C ends a local run at once — as a kill would — and says what was kept and how to go on.
+
+Every write Luban makes is atomic and every round is recoverable from the records (the same guarantee that makes
+``kill -9`` safe, RELIABILITY.md), so there is nothing to wind down: waiting for Prefect's engine, its event worker
+and a temporary API server that the same Ctrl-C has already stopped is what took minutes and printed hundreds of
+connection errors. The handler reports from the records, stops the processes this one started, and exits 130.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from workspace.layout import MODES, newest_mode
+from workspace.results_tsv import ResultsFile, Status
+
+
+def exit_at_first_interrupt(describe: Callable[[], str]) -> None:
+    """On SIGINT: write ``describe()`` to stderr, stop this process's children, exit with status 130."""
+
+    def stop(signum: int, frame: object) -> None:
+        try:
+            message = describe()
+        except Exception as err:  # noqa: BLE001 - the exit must happen whatever the records say
+            message = f"interrupted (the records could not be read for a summary: {err})"
+        os.write(2, f"\n{message}\n".encode())
+        _stop_children()
+        os._exit(128 + signal.SIGINT)
+
+    signal.signal(signal.SIGINT, stop)
+
+
+def kept_since(workspace_root: Path, started: datetime) -> dict[str, int]:
+    """Edits kept (committed and recorded) since ``started``, per skill, from every results.tsv of the workspace."""
+    kept: dict[str, int] = {}
+    for mode in MODES:
+        for path in sorted((workspace_root / mode).glob("*/results.tsv")):
+            for row in ResultsFile(path).rows():
+                if row.status == Status.KEEP and datetime.fromisoformat(row.timestamp) >= started:
+                    kept[row.skill] = kept.get(row.skill, 0) + 1
+    return kept
+
+
+def interrupted_summary(workspace_root: Path, started: datetime, resume_command: str) -> str:
+    kept = kept_since(workspace_root, started)
+    done = (f"kept {sum(kept.values())} edit(s), committed and recorded ({', '.join(f'{s} {n}' for s, n in sorted(kept.items()))})"
+            if kept else "no edit was kept yet")
+    return (f"luban optimize: interrupted; {done}. Anything unfinished is rolled back on resume. "
+            f"Continue with: {resume_command}")
+
+
+def resume_command(skills_dir: str, workspace: str | None, mode: str, workspace_root: Path) -> str:
+    chosen = mode if mode in MODES else (newest_mode(workspace_root) or "quick")
+    extra = f" --workspace {workspace}" if workspace else ""
+    return f"luban optimize --resume --skills-dir {skills_dir} --mode {chosen}{extra}"
+
+
+def _stop_children() -> None:
+    """SIGTERM to every process this one started (a temporary Prefect server): os._exit would orphan them."""
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == me:
+            with contextlib.suppress(OSError):
+                os.kill(int(stat.parent.name), signal.SIGTERM)

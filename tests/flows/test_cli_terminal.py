@@ -1,0 +1,141 @@
+"""`luban optimize` in a real terminal: the first Ctrl-C, and prompts that the progress bar never hides."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.support.openai_server import Request, Scripted, ScriptedOpenAI
+from tests.support.scripted_llm import LubanResponder, kind_of
+from tests.support.terminal import ANSI, Terminal
+from workspace.results_tsv import ResultsFile
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+BIN = Path(sys.executable).parent
+NOISE = ("Traceback", "EventsWorker", "Unable to connect", "Connection refused", "CancelledError")
+
+
+class SlowResponder(LubanResponder):
+    """Valid replies, each after ``latency`` seconds: a run long enough to be interrupted in the middle."""
+
+    def __init__(self, latency: float):
+        super().__init__()
+        self.latency = latency
+
+    def __call__(self, request: Request) -> Scripted:
+        scripted = super().__call__(request)
+        scripted.delay = self.latency
+        return scripted
+
+
+def online_env(server: ScriptedOpenAI) -> dict[str, str]:
+    from prefect.settings import PREFECT_API_URL
+
+    return dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), OPENAI_BASE_URL=server.base_url, COLUMNS="120",
+                OPENAI_API_KEY="sk-luban-test-terminal-0001", LUBAN_JUDGE_MODEL="judge-a", LUBAN_TARGET_MODEL="target-m",
+                LUBAN_EDITOR_MODEL="editor-e", LUBAN_MAX_RETRIES="0")
+
+
+def wait_for_request(server: ScriptedOpenAI, kind: str, timeout: float = 180) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if any(kind_of(r) == kind for r in server.chat_requests()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no {kind} request within {timeout} s")
+
+
+def test_the_first_ctrl_c_stops_at_once_says_what_was_kept_and_resume_finishes(example_skills: Path):
+    """Before: 2 min 20 s to exit, ~490 event-worker lines, and `[Errno 111] Connection refused` at the end."""
+    command = [str(BIN / "luban"), "optimize", "pr-review", "--skills-dir", str(example_skills), "--mode", "full",
+               "--init-git", "--approval", "auto", "--max-rounds", "3"]
+    server = ScriptedOpenAI()
+    server.responder = SlowResponder(latency=0.3)
+    with server:
+        terminal = Terminal(command, online_env(server))
+        try:
+            wait_for_request(server, "propose")  # Phase 2 is under way: baseline measured, an edit being proposed
+            terminal.interrupt()
+            pressed = time.monotonic()
+            status = terminal.process.wait(30)
+            took = time.monotonic() - pressed
+            shown = ANSI.sub("", terminal.seen + terminal.read_for(0.5))
+        finally:
+            terminal.close()
+    assert status == 130, shown[-3000:]
+    assert took < 5, f"{took:.1f} s from Ctrl-C to exit"  # 2 s is the aim; the margin is for a loaded CI machine
+    assert "luban optimize: interrupted;" in shown and "--resume --skills-dir" in shown, shown[-3000:]
+    assert [n for n in NOISE if n in shown] == [], shown[-3000:]
+    rerun = [*command[:-2], "--resume"]
+    fast = ScriptedOpenAI()
+    fast.responder = LubanResponder()
+    with fast:
+        import subprocess
+
+        done = subprocess.run(rerun, env=online_env(fast), capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    repo = git.Repo(example_skills)
+    assert not repo.is_dirty(untracked_files=False)  # the interrupted round's candidate was rolled back or committed
+    rows = ResultsFile(example_skills.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv").rows()
+    assert rows and all(r.status in ("baseline", "keep", "revert", "skip", "no_edit", "error") for r in rows)
+
+
+def test_a_prompt_is_not_redrawn_over_by_the_progress_bar(example_skills: Path):
+    """With --approval cli the bar kept redrawing (ten times a second) under `approve? [Y/n]`: the screen looked frozen."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), COLUMNS="120")
+    terminal = Terminal([str(BIN / "luban"), "optimize", "pr-review", "--skills-dir", str(example_skills),
+                         "--mode", "quick", "--approval", "cli", "--max-rounds", "1"], env)
+    try:
+        terminal.expect(r"CHECKPOINT test-prompts")
+        terminal.expect(r"\(main\)|\(edge\)|\(error\)")  # the prompts themselves are shown, not only a count
+        terminal.expect(r"approve\? \[Y/n\]")
+        terminal.send("y")
+        terminal.expect(r"approve\? \[Y/n\]")  # baseline
+        terminal.send("y")
+        terminal.expect(r"choose one of one more round, exploratory rewrite, finish")  # asked while the bar is live
+        quiet = terminal.read_for(1.5)
+        assert ANSI.sub("", quiet).strip() == "", f"the screen changed under the prompt: {quiet!r}"
+        terminal.send("finish")
+        terminal.expect(r"CHECKPOINT skill-pr-review")
+        terminal.expect(r"approve\? \[Y/n\]")
+        terminal.send("n")
+        terminal.expect(r"report: \S+")
+    finally:
+        status = terminal.close()
+    assert status == 0
+
+
+def test_log_lines_print_above_the_bar_through_its_console_and_the_handlers_come_back():
+    """Prefect's console handler prints through a rich Console bound to the real stderr: through the bar, not above."""
+    import io
+    import logging
+
+    from rich.console import Console
+
+    from flows.progress import _logs_above
+
+    class ConsoleHandler(logging.StreamHandler):  # Prefect's PrefectConsoleHandler prints through self.console
+        def __init__(self) -> None:
+            super().__init__(sys.__stderr__)
+            self.console = Console(file=io.StringIO())
+
+    logger = logging.getLogger("luban-test-logs-above")
+    rich_handler, plain_handler = ConsoleHandler(), logging.StreamHandler(sys.__stderr__)
+    logger.addHandler(rich_handler)
+    logger.addHandler(plain_handler)
+    live_console = Console(file=io.StringIO())
+    try:
+        with _logs_above(live_console):
+            assert rich_handler.console is live_console
+            assert plain_handler.stream is sys.stderr
+        assert rich_handler.console is not live_console and plain_handler.stream is sys.__stderr__
+    finally:
+        logger.removeHandler(rich_handler)
+        logger.removeHandler(plain_handler)
