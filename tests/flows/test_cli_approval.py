@@ -18,6 +18,8 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 def test_cli_approval_asks_in_the_terminal_and_a_no_restores_the_original(example_skills: Path):
+    """Also what a person sees: the prompts themselves at test-prompts, and a question the progress bar does not
+    redraw over (it did, ten times a second, under `choose one of …`: the screen looked frozen)."""
     from prefect.settings import PREFECT_API_URL
 
     original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
@@ -26,13 +28,16 @@ def test_cli_approval_asks_in_the_terminal_and_a_no_restores_the_original(exampl
                          "--mode", "quick", "--approval", "cli", "--max-rounds", "1"], env)
     try:
         terminal.expect(r"CHECKPOINT test-prompts")
+        terminal.expect(r"\(main\)|\(edge\)|\(error\)")  # the prompts are listed, not only counted
         terminal.expect(r"approve\? \[Y/n\]")
         terminal.send("y")
         terminal.expect(r"CHECKPOINT baseline")
         terminal.expect(r"approve\? \[Y/n\]")
         terminal.send("y")
         terminal.expect(r"CHECKPOINT max-rounds-pr-review")
-        terminal.expect(r"choose one of one more round, exploratory rewrite, finish")
+        terminal.expect(r"choose one of one more round, exploratory rewrite, finish")  # asked while the bar is live
+        quiet = terminal.read_for(1.5)
+        assert ANSI.sub("", quiet).strip() == "", f"the screen changed under the prompt: {quiet[:300]!r}"
         terminal.send("finish")
         terminal.expect(r"CHECKPOINT skill-pr-review")
         terminal.expect(r"approve\? \[Y/n\]")

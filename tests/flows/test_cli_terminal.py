@@ -1,4 +1,4 @@
-"""`luban optimize` in a real terminal: the first Ctrl-C, and prompts that the progress bar never hides."""
+"""`luban optimize` in a real terminal: the first Ctrl-C, and log lines above the progress bar (prompts: test_cli_approval)."""
 
 from __future__ import annotations
 
@@ -83,33 +83,6 @@ def test_the_first_ctrl_c_stops_at_once_says_what_was_kept_and_resume_finishes(e
     assert not repo.is_dirty(untracked_files=False)  # the interrupted round's candidate was rolled back or committed
     rows = ResultsFile(example_skills.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv").rows()
     assert rows and all(r.status in ("baseline", "keep", "revert", "skip", "no_edit", "error") for r in rows)
-
-
-def test_a_prompt_is_not_redrawn_over_by_the_progress_bar(example_skills: Path):
-    """With --approval cli the bar kept redrawing (ten times a second) under `approve? [Y/n]`: the screen looked frozen."""
-    from prefect.settings import PREFECT_API_URL
-
-    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), COLUMNS="120")
-    terminal = Terminal([str(BIN / "luban"), "optimize", "pr-review", "--skills-dir", str(example_skills),
-                         "--mode", "quick", "--approval", "cli", "--max-rounds", "1"], env)
-    try:
-        terminal.expect(r"CHECKPOINT test-prompts")
-        terminal.expect(r"\(main\)|\(edge\)|\(error\)")  # the prompts themselves are shown, not only a count
-        terminal.expect(r"approve\? \[Y/n\]")
-        terminal.send("y")
-        terminal.expect(r"approve\? \[Y/n\]")  # baseline
-        terminal.send("y")
-        terminal.expect(r"choose one of one more round, exploratory rewrite, finish")  # asked while the bar is live
-        quiet = terminal.read_for(1.5)
-        assert ANSI.sub("", quiet).strip() == "", f"the screen changed under the prompt: {quiet!r}"
-        terminal.send("finish")
-        terminal.expect(r"CHECKPOINT skill-pr-review")
-        terminal.expect(r"approve\? \[Y/n\]")
-        terminal.send("n")
-        terminal.expect(r"report: \S+")
-    finally:
-        status = terminal.close()
-    assert status == 0
 
 
 def test_log_lines_print_above_the_bar_through_its_console_and_the_handlers_come_back():
