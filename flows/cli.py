@@ -175,6 +175,7 @@ def report(
     from rich.markdown import Markdown
 
     from scoring.governance.report import RunFacts, chart_png, render
+    from workspace import run_marker
     from workspace.governance_records import mode_history, write_report
 
     ws = _workspace(skills_dir, mode, workspace, "report")
@@ -182,7 +183,10 @@ def report(
     if frame.empty:
         typer.echo(f"luban report: no {ws.mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
         raise typer.Exit(2)
-    markdown = render(frame, RunFacts(mode=ws.mode, backups=str(ws.backups())))
+    recorded = run_marker.latest_report_facts(ws.root, ws.mode)  # what Phase 5 of the newest run saw
+    facts = RunFacts(**{**recorded, "mode": ws.mode, **{k: tuple(recorded.get(k, ())) for k in ("alerts", "notices", "totals")}}) \
+        if recorded else RunFacts(mode=ws.mode, backups=str(ws.backups()))
+    markdown = render(frame, facts)
     md, png = write_report(ws, markdown, chart_png(frame), datetime.now(UTC).strftime("%Y%m%d-%H%M%S"))
     Console().print(Markdown(markdown))
     typer.echo(f"report: {md}\nchart:  {png}")

@@ -115,7 +115,8 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
         run.editor.restore_original(skill)
         tasks.record_row(run, skill, outcome.rounds + 1, Status.REVERT, run.baselines[skill], old=outcome.after,
                          measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
-        outcome.after = outcome.before
+        outcome.after, outcome.stop = outcome.before, Stop.USER_REJECTED
+        outcome.reverted, outcome.kept = outcome.reverted + outcome.kept, 0  # the summary says what the skill ends with
     elif answer.timed_out:
         run.stopped = f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'"
 

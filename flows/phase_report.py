@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from prefect import get_run_logger
@@ -11,6 +12,7 @@ from flows.context import Run
 from scoring.dim8 import needs_full_test
 from scoring.governance.meta_review import meta_review
 from scoring.governance.report import RunFacts, chart_png, latest_runs, render
+from workspace import run_marker
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.manifest import rotate_backups
 
@@ -29,7 +31,9 @@ def report(run: Run) -> Path:
         notices += _needs_a_model(run)
     facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.consumer_baseline,
-                     usage=usage, alerts=tuple(run.alerts), notices=tuple(notices))
+                     usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run))
+    # kept with the run's records, so `luban report` rebuilds the same audit trail and notices from disk alone
+    run_marker.save(run.workspace.root, run.flow_run_id, report_facts=asdict(facts))
     if this_run.empty:  # stopped before any score was recorded: the report still says why and what to do
         markdown = (f"# Luban optimization report\n\nNo records yet.\n\n- Mode: {run.mode}\n"
                     f"- Consumer baseline: {run.consumer_baseline}\n" + "".join(f"- Notice: {n}\n" for n in notices))
@@ -45,6 +49,12 @@ def report(run: Run) -> Path:
         get_run_logger().info("results.tsv %s round %s: %s %s→%s %s", row["skill"], row["round"], row["status"],
                               row["old_score"], row["new_score"], row["note"][:120])
     return md_path
+
+
+def _totals(run: Run) -> tuple[str, ...]:
+    """Each skill's final score card explained; with several samples, the total reported is their mean."""
+    cards = {skill: run.best.get(skill) or run.baselines.get(skill) for skill in sorted(set(run.baselines) | set(run.best))}
+    return tuple(f"{skill}: {card.score.explained}" for skill, card in cards.items() if card is not None)
 
 
 def _needs_a_model(run: Run) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from flows.score_command import SkillResult
 from scoring import WEIGHTS, round1
+from scoring.formula import explain_total
 
 _ERROR_KINDS = {"merge_marker", "frontmatter_invalid", "escaping_reference"}
 
@@ -74,8 +75,7 @@ def write_text(results: list[SkillResult], status: int, console) -> None:
             console.print(f"[bold red]✗[/] {result.error}", highlight=False)
             continue
         score = result.score
-        title = (f"{score.skill}  total {score.total} of {score.points_covered} scored points  ·  "
-                 f"deterministic {score.deterministic_subtotal}/31")
+        title = f"{score.skill}  ·  {explain_total(score.dims)}  ·  deterministic {score.deterministic_subtotal}/31"
         table = Table(title=title, title_justify="left", show_lines=False)
         table.add_column("dimension", max_width=24)
         for column in ("weight", "score", "source"):

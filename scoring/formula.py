@@ -36,6 +36,28 @@ def points_covered(dims: Iterable[DimensionScore]) -> int:
     return sum(d.weight for d in dims if d.score is not None)
 
 
+# What each source is called wherever a total is shown (luban score, the report, run.json): one vocabulary.
+SOURCE_LABELS = {"rules": "rules", "formula": "formula", "llm": "model", "heuristic": "offline estimate"}
+
+
+def explain_total(dims: Iterable[DimensionScore]) -> str:
+    """Where a total's points come from, by source, and what is left unscored (never counted as zero).
+
+    ``luban score`` (no model: the LLM dimensions unscored) and ``luban optimize`` offline (heuristic estimates for
+    them) give one skill two different totals; this line, printed by both, says why."""
+    dims = list(dims)
+    parts = []
+    for source, label in SOURCE_LABELS.items():
+        chosen = [d for d in dims if d.source == source and d.score is not None]
+        if chosen:
+            parts.append(f"{label} {total_of(chosen)} ({' '.join(d.dim for d in chosen)})")
+    line = f"total {total_of(dims)} of {points_covered(dims)} points scored: " + (" + ".join(parts) or "nothing")
+    unscored = [d for d in dims if d.score is None]
+    if unscored:
+        line += f"; unscored {' '.join(d.dim for d in unscored)} ({sum(d.weight for d in unscored)} points, not counted)"
+    return line
+
+
 def is_improvement(old_total: float, new_total: float) -> bool:
     """An edit is kept only when the new total, at one decimal, is strictly greater."""
     return round1(new_total) > round1(old_total)

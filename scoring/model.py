@@ -166,11 +166,19 @@ class SkillScore:
         """True when any LLM-judged dimension carries a score (then gates use the total)."""
         return any(self.dim(d).score is not None for d in LLM_DIMS)
 
+    @property
+    def explained(self) -> str:
+        """The total with where its points come from (rules, formula, model, offline estimate) and what is unscored."""
+        from scoring.formula import explain_total
+
+        return explain_total(self.dims)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "skill": self.skill,
             "total": self.total,
             "points_covered": self.points_covered,
+            "explained": self.explained,
             "deterministic_subtotal": self.deterministic_subtotal,
             "dims": {d.dim: d.to_dict() for d in self.dims},
             "violations": [v.to_dict() for v in self.violations],

@@ -40,3 +40,17 @@ def save(workspace_root: Path, flow_run_id: str | None, **fields: Any) -> None:
     data = load(workspace_root, flow_run_id) or {"flow_run_id": flow_run_id}
     data.update(fields)
     atomic_write(marker_path(workspace_root, flow_run_id), json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def latest_report_facts(workspace_root: Path, mode: str) -> dict[str, Any] | None:
+    """The report facts the newest run of ``mode`` recorded at Phase 5 (branch, backups, notices), or None."""
+    markers = sorted((workspace_root / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in markers:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("mode") == mode and isinstance(data.get("report_facts"), dict):
+            return data["report_facts"]
+    return None
+

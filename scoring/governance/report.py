@@ -27,6 +27,7 @@ class RunFacts:
     usage: dict = field(default_factory=dict)
     alerts: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
+    totals: tuple[str, ...] = ()  # "skill: total … from rules … + model …", as luban score explains its own
 
 
 def latest_runs(frame):
@@ -41,18 +42,45 @@ def latest_runs(frame):
     return pd.concat(parts, ignore_index=True) if parts else frame
 
 
+def _undoes(row) -> str | None:
+    """Which kept edits a revert row takes back: all of the run's ("all"), the last one ("last"), or none."""
+    if row["status"] != "revert":
+        return None
+    if str(row.get("stop", "")) == "user_rejected":
+        return "all"  # a person restored the original at the skill's checkpoint
+    return "last" if parse_note(str(row["note"]))[0].get("step") == "B" else None  # held-out Step B
+
+
+def standing(run):
+    """Each skill's rows of its latest run without the keeps a later row took back: what the skill ends with."""
+    import pandas as pd
+
+    undone: list[int] = []
+    for _, group in run.groupby("skill", sort=False):
+        keeps: list[int] = []
+        for index, row in group.iterrows():
+            if row["status"] == "keep":
+                keeps.append(index)
+            elif (what := _undoes(row)) == "all":
+                undone += keeps
+                keeps = []
+            elif what == "last" and keeps:
+                undone.append(keeps.pop())
+    return run.drop(index=pd.Index(undone))
+
+
 def _before_after(run) -> tuple[float | None, float | None]:
     baseline = run[run["status"] == "baseline"]["new_score"]
     before = float(baseline.iloc[0]) if len(baseline) else None
-    kept = run[run["status"] == "keep"]["new_score"]
-    after = float(kept.iloc[-1]) if len(kept) else before
+    final = run[(run["status"] == "keep") | run.apply(lambda r: _undoes(r) is not None, axis=1)]["new_score"]
+    after = float(final.iloc[-1]) if len(final) else before
     return before, after
 
 
 def render(frame, facts: RunFacts) -> str:
     run = latest_runs(frame)
     attempts = run[run["status"].isin(["keep", "revert"])]
-    kept = int((attempts["status"] == "keep").sum())
+    kept = int((standing(attempts)["status"] == "keep").sum())  # a keep a person or the held-out gate took back is not one
     total = len(attempts)
     dry = int(run["eval_mode"].isin(["dry_run", "fallback_dry"]).sum())
     full = int((run["eval_mode"] == "full_test").sum())
@@ -72,8 +100,12 @@ def render(frame, facts: RunFacts) -> str:
         lines.append(f"| {skill} | {before:.1f} | {after:.1f} | {after - before:+.1f} |")
     if deltas:
         lines.append(f"| **mean** | | | {sum(deltas) / len(deltas):+.1f} |")
+    if facts.totals:
+        lines += ["", "Where each final total comes from (the same account `luban score` gives):", ""]
+        lines += [f"- {t}" for t in facts.totals]
     lines += ["", "## Main improvements", ""]
-    keeps = attempts[attempts["status"] == "keep"]
+    keeps = standing(attempts)
+    keeps = keeps[keeps["status"] == "keep"]
     if keeps.empty:
         lines.append("No edit was kept.")
     for dim, group in keeps.groupby("dim_changed", sort=True):

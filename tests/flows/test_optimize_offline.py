@@ -161,3 +161,23 @@ def test_roi_precheck_asks_when_three_runs_gained_little_and_batch_skips(example
     assert last.status == "skip" and last.stop == "roi" and "gained less than 1 point (skipped: auto)" in last.note
     assert any("optimized 3 time(s), last +0.5" in n for n in result["notices"])
     assert result["skills"] == {} and (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
+
+
+def test_the_rebuilt_report_has_the_run_s_branch_and_notices(example_skills: Path):
+    """`luban report` from the records alone said `Branch: — (quick mode…)` for a full run and dropped its notices."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="full", approval="auto",
+                             init_git=True, max_rounds=1)
+    original = Path(result["report"]).read_text(encoding="utf-8")
+    rebuilt = CliRunner().invoke(app, ["report", "--skills-dir", str(example_skills)], env={"COLUMNS": "200"})
+    assert rebuilt.exit_code == 0, rebuilt.output
+    path = Path(rebuilt.output.split("report: ")[1].split()[0])
+    text = path.read_text(encoding="utf-8")
+    assert f"- Branch: {result['branch']}" in text and "quick mode" not in text
+    notices = [line for line in original.splitlines() if line.startswith("- Notice: ")]
+    assert notices and [line for line in text.splitlines() if line.startswith("- Notice: ")] == notices
+    explained = next(line for line in original.splitlines() if line.startswith("- pr-review: total "))
+    assert "rules " in explained and "offline estimate " in explained and explained in text  # where the total comes from

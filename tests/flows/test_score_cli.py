@@ -204,3 +204,15 @@ def test_frontmatter_the_loader_rejects_fails_one_check_and_the_batch_goes_on(sk
     assert dated["dims"]["dim1"]["score"] == 0
     assert dated["dims"]["dim1"]["checks"]["frontmatter"] is False
     assert "line 4: frontmatter does not load" in dated["dims"]["dim1"]["check_reasons"]["frontmatter"]
+
+
+def test_every_total_says_where_its_points_come_from(skills: Path):
+    """`luban score` said `total 6.2 of 36 scored points` where optimize said 32.1 for the same file: both now explain."""
+    code, doc = run_json(str(skills))
+    assert code == 0
+    good = next(s for s in doc["skills"] if s["skill"] == "good-skill")
+    assert good["explained"].startswith(f"total {good['total']} of 36 points scored: rules 31.0 (dim1 dim4 dim7 dim9) + ")
+    assert "formula 5.0 (dim10)" in good["explained"]
+    assert good["explained"].endswith("; unscored dim2 dim3 dim5 dim6 dim8 (64 points, not counted)")
+    _, text = run(str(skills))
+    assert good["explained"] in " ".join(text.split())

@@ -3,6 +3,7 @@ checkpoint, or a budget stop — never a silent 0, never a crash, never an incon
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -106,7 +107,10 @@ def test_judges_that_always_disagree_are_measured_further_in_batch_then_the_edit
         result = optimize(example_skills, server.base_url, monkeypatch)
     attempt = next(r for r in rows(example_skills) if r.status != "baseline")
     assert attempt.status == "revert" and "reason=inconclusive" in attempt.note and attempt.stop == ""
-    assert attempt.evidence["look"] >= 2 and attempt.evidence["dims"]["dim2"]["n"][0] > 2  # measured beyond one evaluation
+    # Measured beyond one evaluation: more judge calls, or more dim8 runs, depending on which side the alternating
+    # 2s and 9s fell (threads decide the order); either way the edit is not judged on a single panel.
+    dims = attempt.evidence["dims"]
+    assert attempt.evidence["look"] >= 2 and (dims["dim2"]["n"][0] > 2 or dims["dim8"]["n"][0] > 1), json.dumps(dims)[:2000]
     assert result["skills"]["pr-review"]["stop"] == "max_rounds"  # max_rounds=1: the skill would have gone on
     assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
     assert_consistent(example_skills)

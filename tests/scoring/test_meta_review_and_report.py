@@ -109,3 +109,30 @@ def test_latest_runs_keeps_only_the_last_run_of_each_skill(tmp_path: Path):
     latest = latest_runs(combined)
     assert len(latest[latest["skill"] == "alpha"]) == 1 and len(latest[latest["skill"] == "beta"]) == 4
     assert json.loads(latest.iloc[0]["scores"])["dim1"] == 10
+
+
+def _one_skill(tmp_path: Path, undo: ResultRow) -> pd.DataFrame:
+    results = ResultsFile(tmp_path / "gamma.tsv")
+    results.append(ResultRow("2026-12-01T10:00:00+00:00", "gamma", 0, "baseline", "full", new_score=40.0))
+    results.append(ResultRow("2026-12-01T10:01:00+00:00", "gamma", 1, "keep", "full", old_score=40.0, new_score=42.0,
+                             delta=2.0, dim_changed="dim7", note="strategy=heading-jump; fixed a jump"))
+    results.append(ResultRow("2026-12-01T10:02:00+00:00", "gamma", 2, "keep", "full", old_score=42.0, new_score=43.0,
+                             delta=1.0, dim_changed="dim1", note="strategy=filler-ending; removed 'etc.'"))
+    results.append(undo)
+    return results.frame()
+
+
+def test_a_person_s_reject_takes_back_every_keep_of_the_run_in_the_report(tmp_path: Path):
+    """Before: the report listed the rolled-back edits as gains after the skill's checkpoint said 'not good'."""
+    frame = _one_skill(tmp_path, ResultRow("2026-12-01T10:03:00+00:00", "gamma", 3, "revert", "full", old_score=43.0,
+                                           new_score=40.0, stop="user_rejected", note="restored the original: no"))
+    text = render(frame, RunFacts(mode="full"))
+    assert "- Kept: 0" in text and "No edit was kept." in text and "| gamma | 40.0 | 40.0 | +0.0 |" in text
+
+
+def test_the_held_out_rollback_takes_back_only_the_last_keep(tmp_path: Path):
+    frame = _one_skill(tmp_path, ResultRow("2026-12-01T10:03:00+00:00", "gamma", 3, "revert", "full", old_score=43.0,
+                                           new_score=42.0, dim_changed="dim1", note="step=B; held_out_fail=true; rolled back"))
+    text = render(frame, RunFacts(mode="full"))
+    assert "- Kept: 1" in text and "[gamma] heading-jump +2.0" in text and "filler-ending" not in text.split("## Keep")[0]
+    assert "| gamma | 40.0 | 42.0 | +2.0 |" in text
