@@ -54,8 +54,8 @@ demo: $(STAMP)
 		$(BIN)/luban optimize --skills-dir $(DEMO)/skills --mode full --approval auto --init-git > $(DEMO)/run.json
 	@echo
 	@$(BIN)/luban score $(DEMO)/skills --fail-under 0 | tail -n 1
-	@$(BIN)/python -m json.tool $(DEMO)/run.json > /dev/null  # stdout held exactly one JSON document
-	@echo "run summary:  $(CURDIR)/$(DEMO)/run.json"
+	@$(BIN)/python -c "import json, sys; r = json.load(open(sys.argv[1])); print('report:       ' + r['report'])" $(DEMO)/run.json
+	@echo "run summary:  $(CURDIR)/$(DEMO)/run.json (one JSON document: stdout held nothing else)"
 
 clean:
 	rm -rf $(VENV) workspace/demo
