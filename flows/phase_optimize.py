@@ -15,6 +15,7 @@ from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, 
 from flows.trial import Outcome, try_edit
 from scoring.formula import round1
 from scoring.keep_decision import compare_means
+from scoring.model import DIM_NAMES
 from workspace import meta_learnings
 from workspace import profile as profile_store
 from workspace.atomic import atomic_write
@@ -105,7 +106,8 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
     diff = "".join(difflib.unified_diff(before.decode().splitlines(True), after.decode().splitlines(True),
                                         f"{skill}/SKILL.md (before)", f"{skill}/SKILL.md (after)")) or "(no change)\n"
     base, best = run.ledger.of(skill, before.decode()).means(), run.incumbent(skill).means()
-    deltas = "\n".join(f"| {d} | {base.get(d, '—')} | {best.get(d, '—')} |" for d in sorted(set(base) | set(best), key=_order))
+    deltas = "\n".join(f"| {d} {DIM_NAMES.get(d, '')} | {base.get(d, '—')} | {best.get(d, '—')} |"
+                       for d in sorted(set(base) | set(best), key=_order))
     summary = (f"**{skill}**: {outcome.before} → {outcome.after} in {outcome.rounds} round(s), stop: {outcome.stop}\n\n"
                f"| dim (mean of its samples) | before | after |\n|---|---:|---:|\n{deltas}\n\n"
                f"{_decisions_table(run, skill)}\n\n```diff\n{diff}```")

@@ -40,6 +40,8 @@ def test_cli_approval_asks_in_the_terminal_and_a_no_restores_the_original(exampl
         assert ANSI.sub("", quiet).strip() == "", f"the screen changed under the prompt: {quiet[:300]!r}"
         terminal.send("finish")
         terminal.expect(r"CHECKPOINT skill-pr-review")
+        terminal.expect(r"\| dim7 Overall architecture \|")  # what is approved: dimensions by name, and the diff
+        terminal.expect(r"```diff")
         terminal.expect(r"approve\? \[Y/n\]")
         terminal.send("n")
         terminal.expect(r"report: \S+")
