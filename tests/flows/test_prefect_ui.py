@@ -16,6 +16,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a browser, a served deployment and four checkpoints: 2-3 min alone, over 5 beside another suite
 def test_paused_run_is_approved_through_the_ui_form(prefect_server: dict, example_skills: Path, tmp_path: Path):
     if CHROMIUM is None:
         pytest.fail("chromium is not installed: `apt-get install chromium` (.ci/run and `make test` do it as root)")
@@ -56,7 +57,7 @@ def test_paused_run_is_approved_through_the_ui_form(prefect_server: dict, exampl
                         submitted.append((run_id, checkpoint))
                 return batch_finished(env, example_skills)
 
-            wait_for(answer_in_the_ui, 240, "the run to finish after every checkpoint was answered in the UI")
+            wait_for(answer_in_the_ui, 600, "the run to finish after every checkpoint was answered in the UI")
             browser.close()
     finally:
         stop(serve)
