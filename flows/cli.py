@@ -115,13 +115,13 @@ def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
     """The workspace ``optimize`` wrote for these options, in the mode asked (auto: the newest records' mode)."""
     from pathlib import Path
 
-    from workspace.layout import Workspace, find_workspace, newest_mode
+    from workspace.layout import Workspace, default_root, find_workspace, newest_mode
 
     if mode not in ("quick", "full", "auto"):
         _usage_error(f"--mode must be quick, full or auto, not {mode!r}", command)
     root = Path(workspace) if workspace else find_workspace(Path(skills_dir))
     if root is None:
-        _usage_error(f"no Luban workspace for --skills-dir {skills_dir} ({Path(skills_dir).resolve().parent / 'luban-workspace'} "
+        _usage_error(f"no Luban workspace for --skills-dir {skills_dir} ({default_root(Path(skills_dir))} "
                      "does not exist); give the --skills-dir you optimized, or --workspace, or run 'luban optimize' first",
                      command)
     assert root is not None  # _usage_error exits

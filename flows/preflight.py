@@ -57,8 +57,7 @@ def find_skills(skills_dir: str, named: tuple[str, ...] | list[str]) -> Scope:
 
 def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
     """Full mode versions skills in git: refuse a missing repository (unless --init-git), an odd state, dirty skills."""
-    from workspace.atomic import TEMP_SUFFIX
-    from workspace.git_ratchet import DirtySkillError, GitStateError, check_state, dirty_files, open_repository
+    from workspace.git_ratchet import GitStateError, check_state, open_repository, refuse_dirty
 
     try:
         repo = open_repository(scope.skills_dir)
@@ -73,11 +72,10 @@ def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
     if resume:
         return  # the resumed run's own uncommitted edit is rolled back by the resume, not refused
     for skill in scope.skills:
-        directory = scope.skills_dir / skill
-        # a killed run's temp files are not the user's changes (the run removes them under its lock)
-        files = [f for f in dirty_files(repo, directory) if not f.endswith(TEMP_SUFFIX)]
-        if files:
-            raise Refused(str(DirtySkillError(skill, files, Path(str(repo.working_tree_dir)), directory)))
+        try:
+            refuse_dirty(repo, skill, scope.skills_dir / skill)
+        except GitStateError as err:
+            raise Refused(str(err)) from None
 
 
 def check_lock(lock_path: Path) -> None:
@@ -90,8 +88,9 @@ def check_lock(lock_path: Path) -> None:
 
 
 def lock_path(skills_dir: Path, workspace: str | None) -> Path:
-    root = Path(workspace).resolve() if workspace else skills_dir.resolve().parent / "luban-workspace"
-    return root / "luban.lock"
+    from workspace.layout import default_root
+
+    return (Path(workspace).resolve() if workspace else default_root(skills_dir)) / "luban.lock"
 
 
 def routed(scope: Scope, records: int):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import git
 
-from workspace.atomic import atomic_write, remove_stale_temps
+from workspace.atomic import TEMP_SUFFIX, atomic_write, remove_stale_temps
 from workspace.layout import Workspace
 
 BRANCH_PREFIX = "auto-optimize/"
@@ -103,9 +103,7 @@ class GitRatchet:
         for skill in skills:  # a killed run's half-written temp files are not the user's changes
             remove_stale_temps(workspace.skill_file(skill).parent)
         for skill in skills:
-            files = dirty_files(repo, workspace.skill_file(skill).parent)
-            if files:
-                raise DirtySkillError(skill, files, Path(str(repo.working_tree_dir)), workspace.skill_file(skill).parent)
+            refuse_dirty(repo, skill, workspace.skill_file(skill).parent)
         branch = _free_branch_name(repo, now)
         original = repo.head.commit.hexsha
         repo.git.checkout("-b", branch)  # keeps unrelated dirty files as they are
@@ -221,6 +219,14 @@ def check_state(repo: git.Repo) -> None:
         )
     if not repo.head.is_valid():
         raise GitStateError(f"{repo.working_tree_dir}: the repository has no commits yet; commit the skills first, or use --init-git")
+
+
+def refuse_dirty(repo: git.Repo, skill: str, directory: Path) -> None:
+    """Raise DirtySkillError when the skill's folder holds the user's uncommitted changes (a killed run's temp files
+    are not theirs: the run removes them under its lock)."""
+    files = [f for f in dirty_files(repo, directory) if not f.endswith(TEMP_SUFFIX)]
+    if files:
+        raise DirtySkillError(skill, files, Path(str(repo.working_tree_dir)), directory)
 
 
 def dirty_files(repo: git.Repo, directory: Path) -> list[str]:
