@@ -18,6 +18,7 @@ from workspace import run_marker
 from workspace.file_ratchet import FileRatchet
 from workspace.git_ratchet import GitRatchet
 from workspace.layout import Mode, Workspace
+from workspace.lock import WorkspaceLock
 from workspace.manifest import ManifestWriter
 from workspace.profile import LubanProfile
 from workspace.rejected_edits import Buffer
@@ -43,6 +44,8 @@ class RunOptions:
     llm: dict[str, Any] = field(default_factory=dict)  # model names, limits; never the API key
     evaluate_only: bool = False  # Phases 0–1: no branch, no snapshot, nothing edited
     allow_rename: bool = False  # a person's opt-in: an edit may change the frontmatter name (runtimes invoke by it)
+    lock_wait: int = 0  # seconds to queue behind a run holding the workspace or repository (0: refuse, naming it)
+    start_branch: str | None = None  # the branch checked out when the run was asked for: a queued run starts there
 
 
 @dataclass
@@ -84,7 +87,6 @@ class Run:
     mode_quality: str = "normal"  # normal | quick | lite: what the consumer baseline allowed
     stopped: str | None = None  # a run-wide stop (budget, lock, consumer baseline block)
     best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
-    kept_edits: dict[str, list] = field(default_factory=dict)  # the edits kept this run, in order, per skill
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
@@ -93,6 +95,11 @@ class Run:
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
     inserted: dict[str, str] = field(default_factory=dict)  # a kept edit's inserted block (normalized) → its skill
     policy: KeepPolicy = field(default_factory=KeepPolicy)
+    repository_lock: WorkspaceLock | None = None  # full mode: held from before the branch is made to the run's end
+
+    def release(self) -> None:
+        if self.repository_lock is not None:
+            self.repository_lock.release()
 
     def incumbent(self, skill: str) -> Measured:
         """The kept text's samples so far (they accumulate across rounds: it is re-measured every round)."""
@@ -127,6 +134,13 @@ class Run:
 
     def results(self, skill: str) -> ResultsFile:
         return ResultsFile(self.workspace.results_tsv(skill))
+
+    def next_round(self, skill: str) -> int:
+        """The number after the last round this run recorded for the skill: read from the records, so a resumed
+        run numbers its rounds as the unbroken run would have."""
+        rows = self.results(skill).rows()
+        start = max((i for i, r in enumerate(rows) if r.status == Status.BASELINE), default=0)
+        return max((r.round for r in rows[start:]), default=0) + 1
 
     def commit(self) -> str:
         return self.ratchet.repo.head.commit.hexsha[:12] if isinstance(self.ratchet, GitRatchet) else ""

@@ -26,7 +26,7 @@ from flows.preflight import Refused, check_options, lock_path, preflight
 from judges.llm import BudgetExhausted
 from workspace import run_marker
 from workspace.git_ratchet import GitStateError
-from workspace.lock import WorkspaceLock
+from workspace.lock import WorkspaceLock, WorkspaceLocked, queue_for
 
 
 class RunRef(BaseModel):
@@ -79,7 +79,7 @@ class Refusal:
 def phase_0(options: RunOptions, root_flow_run_id: str | None) -> Run | Refusal:
     try:
         return phase_init.init(options, root_flow_run_id)
-    except (Refused, GitStateError) as err:
+    except (Refused, GitStateError, WorkspaceLocked) as err:
         return Refusal(str(err))
 
 
@@ -135,7 +135,26 @@ def _lock_path(options: RunOptions) -> Path:
 def _preflight(options: RunOptions) -> None:
     """The CLI's checks again: a deployment's run reaches the flow without passing through the CLI."""
     preflight(options.skills_dir, options.skills, options.mode, options.approval, options.budget, options.workspace,
-              options.init_git, options.resume, options.llm, options.evaluate_only)
+              options.init_git, options.resume, options.llm, options.evaluate_only, options.lock_wait)
+
+
+def _checked_out_branch(skills_dir: Path) -> str | None:
+    """The branch the run was asked on (None outside git or on a detached HEAD): where a queued run starts.
+
+    Asked while another run works in the checkout, the branch checked out is that run's own; the run was then
+    asked on the branch that run was asked on, which it wrote into the repository's lock."""
+    from workspace.git_ratchet import BRANCH_PREFIX, GitStateError, open_repository
+    from workspace.lock import held_by, repository_lock
+
+    try:
+        repo = open_repository(skills_dir)
+        current = None if repo.head.is_detached else repo.active_branch.name
+    except (GitStateError, TypeError):
+        return None
+    if current and current.startswith(BRANCH_PREFIX):
+        holder = held_by(repository_lock(Path(repo.common_dir), Path(str(repo.working_tree_dir))).path) or {}
+        return holder.get("asked_on") or current
+    return current
 
 
 def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, Any]:
@@ -150,15 +169,23 @@ def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, 
 def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "auto", approval: Approval = "auto",
                     max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
                     init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
-                    llm: dict[str, Any] | None = None, allow_rename: bool = False) -> dict[str, Any] | State:
-    """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6)."""
+                    llm: dict[str, Any] | None = None, allow_rename: bool = False,
+                    lock_wait: int = 0) -> dict[str, Any] | State:
+    """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6).
+
+    ``lock_wait``: seconds to queue behind a run that holds the workspace or the git repository (0: refuse)."""
     try:
-        options = _options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
-                           approval_timeout, llm, allow_rename)
+        options = replace(_options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
+                                   approval_timeout, llm, allow_rename),
+                          lock_wait=lock_wait, start_branch=_checked_out_branch(Path(skills_dir)))
         _preflight(options)
     except Refused as err:
         return Failed(message=str(err))  # a refusal, not a crash: one line, no traceback
-    with WorkspaceLock(_lock_path(options)) as lock, run_heartbeats():
+    try:
+        lock = queue_for(WorkspaceLock(_lock_path(options)), options.lock_wait)
+    except WorkspaceLocked as err:
+        return Failed(message=str(err))
+    with lock, run_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
         run = phase_0(approval, options, root_flow_run_id())
@@ -170,9 +197,12 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
                 phase_3(approval, RunRef.of(run))
         except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
             run.stopped = f"budget: {err}"
-        report_path = phase_5(RunRef.of(run))
-        lessons = phase_6(RunRef.of(run))
-        run_marker.save(run.workspace.root, run.flow_run_id, state="finished", report=report_path, stopped=run.stopped)
+        try:
+            report_path = phase_5(RunRef.of(run))
+            lessons = phase_6(RunRef.of(run))
+            run_marker.save(run.workspace.root, run.flow_run_id, state="finished", report=report_path, stopped=run.stopped)
+        finally:
+            run.release()
     get_run_logger().info("report: %s", report_path)
     return summary(run, report_path, lessons)
 

@@ -11,7 +11,7 @@ from flows import measure, tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
 from flows.progress import NO_DISPLAY, progress
-from flows.ratchet import ProposalAhead, freeze, optimize_skill, propose_ahead, reject
+from flows.ratchet import ProposalAhead, freeze, kept_edits, optimize_skill, propose_ahead, reject
 from flows.trial import Outcome, try_edit
 from scoring.formula import round1
 from scoring.keep_decision import compare_means
@@ -61,7 +61,7 @@ def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
     answer = run.ask(f"max-rounds-{skill}", f"{skill} used all {run.max_rounds} rounds",
                      choices=("one more round", "exploratory rewrite", "finish"), default_choice="finish")
     if answer.choice == "one more round":
-        return _merge(outcome, optimize_skill(run, skill, max_rounds=1, start_round=outcome.rounds + 1))
+        return _merge(outcome, optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill)))
     if answer.choice == "exploratory rewrite":
         exploratory_rewrite(run, skill, consented=answer.answered_by in ("ui", "cli"))
     return outcome
@@ -115,7 +115,7 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
     answer = run.ask(f"skill-{skill}", summary)
     if not answer.approved and not answer.timed_out:
         run.editor.restore_original(skill)
-        tasks.record_row(run, skill, outcome.rounds + 1, Status.REVERT, run.baselines[skill], old=outcome.after,
+        tasks.record_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
                          measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
         outcome.after, outcome.stop = outcome.before, Stop.USER_REJECTED
         outcome.reverted, outcome.kept = outcome.reverted + outcome.kept, 0  # the summary says what the skill ends with
@@ -164,16 +164,15 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
     if rewritten is None or len(rewritten) > 1.5 * len(current):
         run.notices.append(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
         return
-    round_no = run.outcomes[skill].rounds + 1 if skill in run.outcomes else 1
+    round_no = run.next_round(skill)
     run.editor.pre_edit(skill)
     run.editor.write_skill(skill, rewritten)
     trial = try_edit(run, skill, round_no, current, rewritten, None)  # the same keep decision as any edit
     facts = {"strategy": "exploratory-rewrite"}
     if trial.outcome is Outcome.KEEP:
-        run.editor.keep(skill, trial.gain, "rewrite")
+        tasks.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
+                              text="Phase 2.5 exploratory rewrite beat the saved best")
         run.best[skill] = trial.evaluation  # type: ignore[assignment]
-        tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim="rewrite", facts=facts,
-                         text="Phase 2.5 exploratory rewrite beat the saved best")
         if skill in run.outcomes:
             run.outcomes[skill].after = run.incumbent_total(skill)
         return
@@ -217,9 +216,13 @@ def held_out_gate(run: Run) -> None:
 
 
 def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
-    """The baseline version's held-out grades this run; after --resume, the recorded mean as one value."""
+    """The baseline version's held-out grades this run. After --resume, the saved baseline graded again, as the run
+    that stopped had graded it (its row keeps only a rounded mean, and a gate read against a rounded value can
+    see a decline the uninterrupted run would not); the recorded mean only when the saved version is gone."""
     saved = run.run_dir / skill / "baseline.md"
     samples = run.ledger.held_out.get((skill, measure.text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
+    if not samples and saved.exists() and skill in run.resumed:
+        samples = measure.held_out(run, skill, saved.read_text(encoding="utf-8"))
     if samples:
         return samples
     row = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.BASELINE), None)
@@ -244,21 +247,22 @@ def _decline(run: Run, skill: str, base: tuple[float, ...], now: tuple[float, ..
 def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...]) -> None:
     """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, allow one limited round, measure again."""
     last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.KEEP), None)
-    kept = run.kept_edits.get(skill, [])
+    kept = kept_edits(run.editor.history(), skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
     if last_keep is None or not kept:
         return
-    run.editor.rollback_to_previous_keep(skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
-    digest = reject(run, skill, kept.pop(), RejectReason.HELD_OUT_DEGRADED)  # the very edit: never proposed again
+    run.editor.rollback_to_previous_keep(skill)  # type: ignore[union-attr]
+    undone = kept[-1]  # the very edit: never proposed again (a rewrite has no edit to remember)
+    digest = reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED) if undone is not None else ""
     emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
                                    "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
     _tighten(run, skill, 0.05, "held-out overfitting (Step B)", scope="skill")
     restored = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     run.best[skill] = measure.baseline(run, skill, restored)  # measured afresh: its older samples were this run's too
-    tasks.record_row(run, skill, outcome.rounds + 1, Status.REVERT, run.best[skill], old=outcome.after,
+    tasks.record_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
                      measured=run.incumbent(skill), dim=last_keep.dim_changed,
                      facts={"held_out_fail": "true", "step": "B", "sha256": digest, "reason": RejectReason.HELD_OUT_DEGRADED},
                      text="held-out declined while main rose: rolled back the last kept edit")
-    retry = optimize_skill(run, skill, max_rounds=1, start_round=outcome.rounds + 2)
+    retry = optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill))
     again = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
     outcome.after = retry.after
     held_delta = _decline(run, skill, base, again)

@@ -83,8 +83,23 @@ def check_lock(lock_path: Path) -> None:
 
     who = holder(lock_path)
     if who:
-        raise Refused(f"{lock_path.parent} is in use by another Luban run ({who}); wait for it to finish, "
-                      "or use another --workspace")
+        raise Refused(f"{lock_path.parent} is in use by another Luban run ({who}); wait for it to finish "
+                      "(or queue behind it: --wait-for-lock SECONDS), or use another --workspace")
+
+
+def check_repository_lock(skills_dir: Path) -> None:
+    """A full-mode run holds its git repository, whatever its workspace (workspace.lock.repository_lock)."""
+    from workspace.git_ratchet import GitStateError, open_repository
+    from workspace.lock import holder, repository_lock
+
+    try:
+        repo = open_repository(skills_dir)
+    except GitStateError:
+        return  # --init-git: no repository yet, so no run can hold it
+    who = holder(repository_lock(Path(repo.common_dir), Path(str(repo.working_tree_dir))).path)
+    if who:
+        raise Refused(f"the git repository {repo.working_tree_dir} is in use by another Luban run ({who}); wait for it "
+                      "to finish, or queue behind it: --wait-for-lock SECONDS")
 
 
 def lock_path(skills_dir: Path, workspace: str | None) -> Path:
@@ -112,7 +127,7 @@ def recorded_rows(workspace_root: Path) -> int:
 
 def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, approval: str, budget: float,
               workspace: str | None, init_git: bool, resume: bool, llm: dict[str, Any] | None,
-              evaluate_only: bool = False) -> Scope:
+              evaluate_only: bool = False, lock_wait: int = 0) -> Scope:
     """Every check a run can fail before it starts, in the order a person would fix them."""
     check_options(mode, approval, budget, llm)
     scope = find_skills(skills_dir, tuple(skills))
@@ -120,7 +135,10 @@ def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, a
     if mode == "auto" and not evaluate_only:  # full when the router will not ask a person: check git now, not after
         decision = routed(scope, recorded_rows(lock.parent))
         mode = "full" if decision.mode == "full" and not decision.pause else mode
-    if mode == "full" and not evaluate_only:
-        check_git(scope, init_git, resume)
-    check_lock(lock)
+    if mode == "full" and not evaluate_only:  # a queued run's skills are checked when its turn comes: the run
+        check_git(scope, init_git, resume or bool(lock_wait))  # before it may have an edit in the checkout now
+    if not lock_wait:  # a run told to queue waits for the locks instead
+        check_lock(lock)
+        if mode == "full" and not evaluate_only:
+            check_repository_lock(scope.skills_dir)
     return scope

@@ -11,6 +11,7 @@ edit. Two kept rounds in a row under +2 are the ceiling signal.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import NamedTuple
 
 from prefect.futures import PrefectFuture
@@ -25,6 +26,7 @@ from judges.proposer import Proposal
 from scoring.diagnosis import diagnose
 from scoring.edit_guards import adds_words, inserted_block
 from scoring.edits import Edit
+from workspace.git_ratchet import LubanCommit
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason
 from workspace.rejected_edits import save as save_rejected
@@ -39,7 +41,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
     """Propose → measure → decide → apply, until a stop; the skill's outcome, from its kept text's samples."""
     outcome = SkillOutcome(skill, run.incumbent_total(skill), run.incumbent_total(skill), 0, Stop.MAX_ROUNDS)
     last_round = start_round + (max_rounds or run.max_rounds) - 1
-    small_gains = 0
+    small_gains = _small_gains_so_far(run, skill) if start_round > 1 else 0
     for round_no in range(start_round, last_round + 1):
         text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
         proposal, stop = next_proposal(run, skill, text, ahead)
@@ -59,6 +61,17 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
             outcome.stop = stop
             break
     return outcome
+
+
+def _small_gains_so_far(run: Run, skill: str) -> int:
+    """Kept rounds under +2 in a row at the end of the records: a skill continued (--resume, one more round)
+    reaches the ceiling where the unbroken run would have."""
+    count = 0
+    for row in reversed(run.results(skill).rows()):
+        if row.status != Status.KEEP or row.delta is None or row.delta >= CEILING_DELTA:
+            break
+        count += 1
+    return count
 
 
 def attempt(run: Run, skill: str, round_no: int, text: str, proposal: Proposal) -> Trial:
@@ -81,15 +94,13 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
                                 "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
     calls = trial.calls + (proposal.attempts if run.backend.name != "offline" else 0)  # one editor call per attempt
     if trial.outcome is Outcome.KEEP:
-        run.editor.keep(skill, trial.gain, edit.target_dim)
+        tasks.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
+                              text=edit.describe(), edit_pct=proposal.edit_pct)
         block = inserted_block(text_before, edit)
         if block:
             run.inserted.setdefault(block, skill)
         assert trial.evaluation is not None  # a kept trial was evaluated in full
         run.best[skill] = trial.evaluation
-        run.kept_edits.setdefault(skill, []).append(edit)
-        tasks.record_row(run, skill, round_no, Status.KEEP, trial, dim=edit.target_dim, facts=facts, calls=calls,
-                         text=edit.describe(), edit_pct=proposal.edit_pct)
         return
     if trial.outcome is Outcome.REJECT:
         facts["sha256"] = reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
@@ -176,6 +187,30 @@ def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> Proposal
     """Ask for the next round's edit now, in the background: committing and recording a kept edit needs no model,
     and the proposal depends only on the kept text, its score card and the rejected edits, which keeping leaves alone."""
     return ProposalAhead(text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card)))
+
+
+def kept_edits(history: list[LubanCommit], skill: str) -> list[Edit | None]:
+    """The edits of ``skill`` that are kept now, oldest first, read from the run's commits (None: a rewrite)."""
+    kept: list[Edit | None] = []
+    for commit in (c for c in history if c.skill == skill):
+        if commit.kind == "optimize":
+            kept.append(Edit(**commit.edit) if commit.edit else None)
+        elif commit.kind == "held-out-rollback" and kept:
+            kept.pop()
+        elif commit.kind == "restore-original":
+            kept.clear()
+    return kept
+
+
+def inserted_blocks(history: list[LubanCommit], text_before: Callable[[LubanCommit], str]) -> dict[str, str]:
+    """Each block a kept edit inserted → the first skill it went into, as the run built it keep by keep."""
+    blocks: dict[str, str] = {}
+    for commit in history:
+        if commit.kind == "optimize" and commit.edit:
+            block = inserted_block(text_before(commit), Edit(**commit.edit))
+            if block:
+                blocks.setdefault(block, commit.skill)
+    return blocks
 
 
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:

@@ -79,10 +79,31 @@ def record_row(run, skill: str, round_no: int, status: Status, source: Trial | E
     A ``Trial`` brings its decision's evidence: both texts' samples, the
     decision, the calls it cost and the stop it means.
     """
+    row = build_row(run, skill, round_no, status, source, **fields)
+    run.repaired(skill, append_row(run.workspace.results_tsv(skill), row))
+    return row
+
+
+def build_row(run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
     if isinstance(source, Trial):
         fields = {"measured": source.candidate, "before": source.incumbent, "decision": source.decision,
                   "calls": source.calls, "stop": source.stop, "diff": source.diff} | fields
         source = source.evaluation
-    row = run.result_row(skill, round_no, status, source, **fields)
-    run.repaired(skill, append_row(run.workspace.results_tsv(skill), row))
+    return run.result_row(skill, round_no, status, source, **fields)
+
+
+def keep_and_record(run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None, **fields) -> ResultRow:
+    """Keep the edit in place and write its row, as one step a kill cannot split: the row is saved as pending
+    first, and a resume completes it when the keep happened (``workspace.pending_keep``)."""
+    from dataclasses import replace
+
+    from workspace.pending_keep import PendingKeep, clear, text_sha
+
+    tsv = run.workspace.results_tsv(skill)
+    row = build_row(run, skill, round_no, Status.KEEP, trial, **fields)
+    PendingKeep(row, text_sha(run.workspace.skill_file(skill).read_bytes())).save(tsv)
+    run.editor.keep(skill, trial.gain, fields.get("dim", ""), edit)
+    row = replace(row, commit=run.commit())
+    run.repaired(skill, append_row(tsv, row))
+    clear(tsv)
     return row

@@ -87,7 +87,7 @@ class FileRatchet:
         ensure_writable(self.workspace, skill)
         return str(self.kept_path(skill))
 
-    def keep(self, skill: str, delta: float, dim: str) -> str:
+    def keep(self, skill: str, delta: float, dim: str, edit: dict | None = None) -> str:
         atomic_write(self.kept_path(skill), self.workspace.skill_file(skill).read_bytes(), self.ops)
         return str(self.kept_path(skill))
 

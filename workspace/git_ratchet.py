@@ -8,11 +8,15 @@ never ``reset --hard``.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any, ClassVar
 
 import git
 
@@ -83,6 +87,20 @@ def _git_knows(repo: git.Repo, key: str) -> bool:
         return False
 
 
+EDIT_TRAILER = "Luban-Edit:"
+_SUBJECT_TAIL = re.compile(r" (\+-?[0-9.]+ \[[^\]]*\]|\(undo [0-9a-f]+\))$")  # after the skill: a keep's gain, an undo's target
+
+
+@dataclass(frozen=True)
+class LubanCommit:
+    KINDS: ClassVar[frozenset[str]] = frozenset({"optimize", "held-out-rollback", "restore-original", "pre-edit"})
+
+    sha: str
+    kind: str
+    skill: str
+    edit: dict[str, Any] | None  # a keep's edit (None for a rewrite, or a commit made before edits were recorded)
+
+
 @dataclass
 class GitRatchet:
     workspace: Workspace
@@ -96,8 +114,12 @@ class GitRatchet:
     _identity: dict[str, str] | None = field(default=None, repr=False)
 
     @classmethod
-    def start(cls, workspace: Workspace, skills: list[str], now: datetime) -> GitRatchet:
-        """Check the repository, refuse dirty skills, and switch to a new run branch."""
+    def start(cls, workspace: Workspace, skills: list[str], now: datetime,
+              before_switch: Callable[[str, str], None] = lambda branch, original: None) -> GitRatchet:
+        """Check the repository, refuse dirty skills, and switch to a new run branch.
+
+        ``before_switch(branch, original)`` records the run before the branch exists, so a kill at any instant
+        leaves either no branch or a branch whose run --resume can find."""
         repo = open_repository(workspace.skills_dir)
         check_state(repo)
         for skill in skills:  # a killed run's half-written temp files are not the user's changes
@@ -106,6 +128,7 @@ class GitRatchet:
             refuse_dirty(repo, skill, workspace.skill_file(skill).parent)
         branch = _free_branch_name(repo, now)
         original = repo.head.commit.hexsha
+        before_switch(branch, original)
         repo.git.checkout("-b", branch)  # keeps unrelated dirty files as they are
         return cls(workspace, repo, branch, original, list(skills))
 
@@ -153,8 +176,27 @@ class GitRatchet:
             return self.repo.head.commit.hexsha
         return self._commit_only(skill, f"pre-edit: {skill}")
 
-    def keep(self, skill: str, delta: float, dim: str) -> str:
-        return self._commit_only(skill, f"optimize: {skill} +{delta:.1f} [{dim}]")
+    def keep(self, skill: str, delta: float, dim: str, edit: dict[str, Any] | None = None) -> str:
+        """Commit the kept version; the edit rides in the message (``Luban-Edit:``), so the run's kept edits can be
+        read back from git after any interruption (held-out Step B rejects the very edit it undoes)."""
+        trailer = f"\n\n{EDIT_TRAILER} {json.dumps(edit, sort_keys=True)}" if edit else ""
+        return self._commit_only(skill, f"optimize: {skill} +{delta:.1f} [{dim}]{trailer}")
+
+    def history(self) -> list[LubanCommit]:
+        """This run's commits on its branch, oldest first: what was kept, undone and restored, and with which edit."""
+        found = []
+        for commit in self.repo.iter_commits(f"{self.original}..HEAD", reverse=True):
+            subject, _, body = str(commit.message).partition("\n")
+            kind, _, rest = subject.partition(": ")
+            if kind not in LubanCommit.KINDS or not rest:
+                continue
+            edit = next((json.loads(line[len(EDIT_TRAILER):]) for line in body.splitlines() if line.startswith(EDIT_TRAILER)), None)
+            found.append(LubanCommit(commit.hexsha, kind, _SUBJECT_TAIL.sub("", rest), edit))
+        return found
+
+    def last_commit(self, skill: str) -> str:
+        """The newest commit that changed this skill's file (the keep a pending row belongs to)."""
+        return next(self.repo.iter_commits("HEAD", paths=self._path(skill), max_count=1)).hexsha
 
     def rollback(self, skill: str) -> str:
         """Put back the last committed (kept) version of this one file; commits nothing."""

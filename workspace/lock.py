@@ -28,6 +28,8 @@ class WorkspaceLock:
     path: Path
     handle: object | None = None
     took_over_from: dict | None = None
+    subject: str = ""  # what the lock guards, in a refusal (default: the folder the lock file is in)
+    details: dict | None = None  # more for whoever reads the holder (a repository's: the branch the run was asked on)
 
     def acquire(self) -> WorkspaceLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -38,8 +40,9 @@ class WorkspaceLock:
             holder = _read(self.path)
             handle.close()
             raise WorkspaceLocked(
-                f"{self.path.parent} is in use by another Luban run ({_describe(holder)}); "
-                "wait for it to finish, or use another --workspace"
+                f"{self.subject or self.path.parent} is in use by another Luban run ({_describe(holder)}); "
+                "wait for it to finish (or let this run queue behind it: --wait-for-lock SECONDS)"
+                + ("" if self.subject else ", or use another --workspace")
             ) from None
         previous = _read(self.path)
         if previous:
@@ -50,6 +53,7 @@ class WorkspaceLock:
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": datetime.now(UTC).isoformat(),
+            **(self.details or {}),
         }))
         handle.flush()
         os.fsync(handle.fileno())
@@ -94,6 +98,11 @@ def holder(path: Path) -> str | None:
     return None
 
 
+def held_by(path: Path) -> dict | None:
+    """What the holder of the lock at ``path`` wrote about itself, or None when nobody holds it."""
+    return _read(path) if holder(path) is not None else None
+
+
 def acquire_with_timeout(path: Path, timeout: float, poll: float = 0.05) -> WorkspaceLock:
     """For short critical sections (profile and meta-learning writes): wait up to ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -104,6 +113,27 @@ def acquire_with_timeout(path: Path, timeout: float, poll: float = 0.05) -> Work
             if time.monotonic() >= deadline:
                 raise WorkspaceLocked(f"{path} stayed locked for {timeout:.1f} s; another Luban process is writing it") from None
             time.sleep(poll)
+
+
+def queue_for(lock: WorkspaceLock, wait: float, poll: float = 0.5) -> WorkspaceLock:
+    """Take a run's lock, queueing up to ``wait`` seconds behind the run that holds it (0: refuse at once, naming
+    the holder). A queued run starts when the holder finishes, or when its process dies (the kernel frees it)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return lock.acquire()
+        except WorkspaceLocked as err:
+            if time.monotonic() >= deadline:
+                raise WorkspaceLocked(f"{err}" + (f" (waited {wait:.0f} s)" if wait else "")) from None
+            time.sleep(poll)
+
+
+def repository_lock(git_common_dir: Path, repository: Path, asked_on: str | None = None) -> WorkspaceLock:
+    """One full-mode run per git repository, whatever its workspace: two runs in one checkout would share its index
+    (``index.lock: File exists``) and commit onto each other's branch. The file is in the common git dir, so every
+    worktree of the repository sees the same lock."""
+    return WorkspaceLock(git_common_dir / "luban-run.lock", subject=f"the git repository {repository}",
+                         details={"asked_on": asked_on} if asked_on else None)
 
 
 def _read(path: Path) -> dict:

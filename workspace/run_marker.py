@@ -42,6 +42,24 @@ def save(workspace_root: Path, flow_run_id: str | None, **fields: Any) -> None:
     atomic_write(marker_path(workspace_root, flow_run_id), json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
+def close_abandoned(workspace_root: Path, current: str | None, seen: str) -> list[str]:
+    """Mark every other run still recorded as running as ``stopped``, and return their ids.
+
+    Called by a run that holds the workspace lock: no other run can be working on this workspace, so a marker
+    that still says "running" belongs to a process that was killed or lost its machine. Without this it would
+    say "running" for good."""
+    closed = []
+    for path in sorted((workspace_root / "runs").glob("*.json")):
+        flow_run_id = path.stem
+        data = load(workspace_root, flow_run_id)
+        if flow_run_id != current and data is not None and data.get("state") == "running":
+            save(workspace_root, flow_run_id, state="stopped", stopped_seen=seen,
+                 stopped_why=f"still marked running when run {current or '(no Prefect run)'} took the workspace lock: "
+                             "the process was killed or its machine lost")
+            closed.append(flow_run_id)
+    return closed
+
+
 def latest_report_facts(workspace_root: Path, mode: str) -> dict[str, Any] | None:
     """The report facts the newest run of ``mode`` recorded at Phase 5 (branch, backups, notices), or None."""
     markers = sorted((workspace_root / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)

@@ -42,6 +42,19 @@ def test_resume_continues_from_the_last_recorded_round(example_skills: Path):
     assert second["skills"]["pr-review"]["before"] == first["skills"]["pr-review"]["before"]
 
 
-def test_resume_without_a_run_says_what_to_do(example_skills: Path):
-    with pytest.raises(Exception, match="--resume"):
-        optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto", resume=True)
+def test_resume_with_nothing_recorded_starts_afresh_and_says_so(example_skills: Path):
+    """A run killed before it recorded anything leaves nothing to continue: --resume makes the run a start would."""
+    result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto", resume=True)
+    assert any("nothing was recorded" in n and "started afresh" in n for n in result["notices"])
+    rows = ResultsFile(example_skills.parent / "luban-workspace" / "quick" / "pr-review" / "results.tsv").rows()
+    assert rows[0].status == "baseline" and rows[0].round == 0
+
+
+def test_resume_on_the_wrong_branch_names_the_runs_branch(example_skills: Path):
+    first = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="full", approval="auto",
+                            init_git=True, max_rounds=1)
+    repo = git.Repo(example_skills)
+    repo.git.checkout("-")  # back on the branch the run started from
+    result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="full", approval="auto",
+                             resume=True, return_state=True)
+    assert result.is_failed() and f"git switch {first['branch']}" in result.message

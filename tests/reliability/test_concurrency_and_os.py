@@ -51,7 +51,71 @@ def test_a_second_run_on_the_same_workspace_refuses_and_names_the_holder(tmp_pat
     assert second.returncode == 2 and f"pid {first.pid}" in second.stderr, second.stderr[-2000:]
     last = [line for line in second.stderr.splitlines() if line.strip()][-1]
     assert last.startswith("luban optimize: ") and "in use by another Luban run" in last and f"pid {first.pid}" in last
-    assert "wait for it to finish, or use another --workspace" in last  # the last line says the fix
+    assert "wait for it to finish" in last and "--wait-for-lock" in last and "or use another --workspace" in last  # the fix
+
+
+def full(skills: Path, workspace: Path, *extra: str) -> list[str]:
+    return ["optimize", "--skills-dir", str(skills), "--mode", "full", "--approval", "auto", "--max-rounds", "2",
+            "--workspace", str(workspace), *extra]
+
+
+def hold_first_run(tmp_path: Path, skills: Path, env) -> tuple:
+    """A full run on ``skills`` (workspace ws-a) held at its first pre-edit commit until the gate file exists."""
+    gate = tmp_path / "release"
+    first = start_child(full(skills, tmp_path / "ws-a"),
+                        child_env(env, LUBAN_HOLD_AT="GitRatchet.pre_edit:call", LUBAN_HOLD_FILE=str(gate)), HOLD_HOOK)
+    end = time.monotonic() + 120
+    while not Path(f"{gate}.held").exists() and first.poll() is None and time.monotonic() < end:
+        time.sleep(0.2)
+    assert Path(f"{gate}.held").exists(), "the first run never reached its first edit"
+    return first, gate
+
+
+def git_skills(tmp_path: Path) -> tuple[Path, git.Repo]:
+    skills = copy_skills(tmp_path / "skills", "pr-review", "db-migration")
+    repo = git.Repo.init(skills)
+    repo.git.add(A=True)
+    repo.git.commit("-m", "skills", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                         "GIT_COMMITTER_EMAIL": "t@t"})
+    return skills, repo
+
+
+def test_a_second_batch_on_the_same_repository_refuses_and_names_the_holder(tmp_path: Path, env):
+    """Separate workspaces, one checkout: two runs would share its index and commit onto each other's branch."""
+    skills, _ = git_skills(tmp_path)
+    first, gate = hold_first_run(tmp_path, skills, env)
+    second = run_child(full(skills, tmp_path / "ws-b"), env)
+    gate.touch()
+    _out, err = first.communicate(timeout=240)
+    assert first.returncode == 0, err[-2000:]
+    last = [line for line in second.stderr.splitlines() if line.strip()][-1]
+    assert second.returncode == 2 and f"the git repository {skills}" in last and f"pid {first.pid}" in last, last
+    assert "--wait-for-lock" in last
+    assert not (tmp_path / "ws-b").exists()  # a refusal leaves nothing behind
+
+
+def test_a_queued_batch_on_the_same_repository_starts_where_it_was_asked_and_both_finish(tmp_path: Path, env):
+    skills, repo = git_skills(tmp_path)
+    asked_on = repo.active_branch.name
+    first, gate = hold_first_run(tmp_path, skills, env)
+    second = start_child(full(skills, tmp_path / "ws-b", "--wait-for-lock", "240"), child_env(env))
+    time.sleep(3)  # the second run is queued behind the first
+    assert second.poll() is None, second.communicate()[1][-2000:]
+    gate.touch()
+    for child in (first, second):
+        _, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err[-2000:]
+    branches = sorted((h for h in repo.heads if h.name.startswith("auto-optimize/")), key=lambda h: h.name)
+    assert len(branches) == 2
+    a, b = branches  # named by start minute, then -2: the queued run's is the second
+    base = repo.heads[asked_on].commit
+    for branch in (a, b):
+        assert repo.is_ancestor(base, branch.commit)
+    # the queued run started from the branch it was asked on, not from the first run's edits
+    assert not repo.is_ancestor(a.commit, b.commit) or a.commit == base
+    for skill in ("pr-review", "db-migration"):
+        baselines = [ResultsFile(tmp_path / ws / "full" / skill / "results.tsv").rows()[0] for ws in ("ws-a", "ws-b")]
+        assert baselines[0].new_score == baselines[1].new_score  # both measured the same original text
 
 
 def test_concurrent_batches_never_write_into_each_others_records(tmp_path: Path, env):

@@ -1,0 +1,177 @@
+"""A kill -9 at any instant, then --resume, ends where an unbroken run ends: the same tree and the same rows.
+
+The batch mixes the shipped examples with generated skills (data nobody tuned on), offline, so every run is
+deterministic and the unbroken run is the reference. Rows are compared on everything but when they were
+written and the commit id (a commit made a second later has another id for the same tree).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.reliability.crash import assert_consistent_after_a_crash, child_env, optimize_args, run_child, start_child
+from tests.support.generated_skills import write_generated
+from workspace import rejected_edits, run_marker
+from workspace.results_tsv import ResultsFile
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
+EXAMPLES = ("pr-review", "weekly-report-zh", "db-migration", "api-changelog")
+IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def make_batch(root: Path) -> tuple[Path, Path]:
+    """Four examples and four generated skills in a fresh repository; the workspace beside it."""
+    skills = root / "skills"
+    for name in EXAMPLES:
+        shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
+    generated = write_generated(root / "generated-source", count=4, seed=5) / "generated"
+    for folder in sorted(generated.iterdir()):
+        shutil.copytree(folder, skills / folder.name)
+    repo = git.Repo.init(skills)
+    repo.git.add(A=True)
+    repo.git.commit("-m", "skills", env=IDENTITY)
+    return skills, root / "luban-workspace"
+
+
+def outcome(skills: Path, workspace: Path) -> dict[str, Any]:
+    """What must be identical: the branch's tree, a clean checkout, every row, every rejected edit."""
+    repo = git.Repo(skills)
+    rows, rejected = {}, {}
+    for state in sorted((workspace / "full").iterdir()):
+        if (state / "results.tsv").exists():
+            rows[state.name] = [{k: v for k, v in vars(r).items() if k not in ("timestamp", "commit")}
+                                for r in ResultsFile(state / "results.tsv").rows()]
+            buffer = rejected_edits.load(state / "rejected_edits.md", state.name, "")
+            rejected[state.name] = [(e.sha256, e.status, e.reason) for e in buffer.entries]
+    return {"tree": repo.head.commit.tree.hexsha, "status": repo.git.status("--porcelain"), "rows": rows,
+            "rejected": rejected, "pending": sorted(p.name for p in workspace.rglob("pending-keep.json"))}
+
+
+def resume_to_the_end(skills: Path, workspace: Path, env: dict[str, str]) -> None:
+    result = run_child(optimize_args(skills, "--resume", "--workspace", str(workspace)), env)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def explain(expected: dict[str, Any], got: dict[str, Any]) -> str:
+    lines = [f"{key} differs" for key in ("tree", "status", "rejected", "pending") if expected[key] != got[key]]
+    for skill in sorted(set(expected["rows"]) | set(got["rows"])):
+        a, b = expected["rows"].get(skill, []), got["rows"].get(skill, [])
+        if a != b:
+            lines.append(f"{skill}: {[(r['round'], r['status']) for r in a]} unbroken, {[(r['round'], r['status']) for r in b]} resumed")
+    return "; ".join(lines)
+
+
+@pytest.fixture(scope="module")
+def unbroken(tmp_path_factory, prefect_api) -> tuple[dict[str, Any], float, dict[str, str]]:
+    """The reference: the batch run once without a stop (its outcome, how long it took, the children's env)."""
+    from prefect.settings import PREFECT_API_URL
+
+    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
+    skills, workspace = make_batch(tmp_path_factory.mktemp("unbroken"))
+    started = time.monotonic()
+    result = run_child(optimize_args(skills, "--workspace", str(workspace)), env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    reference = outcome(skills, workspace)
+    assert any(r["status"] == "keep" for rows in reference["rows"].values() for r in rows), "the batch must keep edits"
+    return reference, time.monotonic() - started, env
+
+
+@pytest.mark.parametrize("nth", [1, 4])
+def test_a_kill_between_a_keep_and_its_row_resumes_to_the_unbroken_result(tmp_path: Path, unbroken, nth: int):
+    """The kill lands after the keep's commit and before its row: the row is completed from the pending record."""
+    reference, _, env = unbroken
+    skills, workspace = make_batch(tmp_path)
+    killed = run_child(optimize_args(skills, "--workspace", str(workspace)), env, kill_at=f"GitRatchet.keep:return:{nth}:")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert list(workspace.rglob("pending-keep.json")), "the kill should have left the keep's row pending"
+    resume_to_the_end(skills, workspace, env)
+    got = outcome(skills, workspace)
+    assert got == reference, explain(reference, got)
+
+
+@pytest.mark.parametrize("step", ["GitRatchet.start:call:1:", "ManifestWriter.create:return:1:"])
+def test_a_kill_before_the_branch_exists_resumes_as_a_fresh_start(tmp_path: Path, unbroken, step: str):
+    reference, _, env = unbroken
+    skills, workspace = make_batch(tmp_path)
+    killed = run_child(optimize_args(skills, "--workspace", str(workspace)), env, kill_at=step)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    resume_to_the_end(skills, workspace, env)
+    got = outcome(skills, workspace)
+    assert got == reference, explain(reference, got)
+
+
+def test_the_killed_runs_marker_is_closed_by_the_run_that_follows(tmp_path: Path, unbroken):
+    _, _, env = unbroken
+    skills, workspace = make_batch(tmp_path)
+    killed = run_child(optimize_args(skills, "--workspace", str(workspace)), env, kill_at="GitRatchet.keep:return:2:")
+    assert killed.returncode == -signal.SIGKILL
+    (marker,) = (workspace / "runs").glob("*.json")
+    assert run_marker.load(workspace, marker.stem)["state"] == "running"  # what a kill leaves
+    resume_to_the_end(skills, workspace, env)
+    closed = run_marker.load(workspace, marker.stem)
+    assert closed["state"] == "stopped" and "killed" in closed["stopped_why"]
+    states = sorted(run_marker.load(workspace, p.stem)["state"] for p in (workspace / "runs").glob("*.json"))
+    assert states == ["finished", "stopped"]
+
+
+def test_kills_at_random_instants_then_resume_end_as_the_unbroken_run(tmp_path: Path, unbroken):
+    """Ten batches, each killed at a random instant of a run's length (start-up included), then resumed."""
+    reference, duration, env = unbroken
+    rng = random.Random(20261204)
+    for attempt in range(10):
+        skills, workspace = make_batch(tmp_path / f"attempt-{attempt}")
+        child = start_child(optimize_args(skills, "--workspace", str(workspace)), child_env(env),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        instant = rng.uniform(0, duration)
+        try:
+            child.wait(instant)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGKILL)
+            child.wait(30)
+        if workspace.exists():
+            assert_consistent_after_a_crash(skills, workspace)
+        resume_to_the_end(skills, workspace, env)
+        got = outcome(skills, workspace)
+        assert got == reference, f"killed at {instant:.2f} s of {duration:.2f} s: {explain(reference, got)}"
+
+
+def test_a_kill_before_the_held_out_gate_still_rolls_back_an_overfitted_keep(tmp_path: Path, unbroken):
+    """Held-out Step B after a resume: the kept edit it rejects is read back from git, not from the killed process."""
+    from tests.flows.test_optimize_online import GateResponder
+    from tests.support.openai_server import ScriptedOpenAI
+
+    _, _, env = unbroken
+    ends = []
+    for kill_at in (None, "held_out_gate:call:1:"):
+        skills = tmp_path / f"{'killed' if kill_at else 'unbroken'}" / "skills"
+        shutil.copytree(REPO_ROOT / "skills" / "pr-review", skills / "pr-review")
+        repo = git.Repo.init(skills)
+        repo.git.add(A=True)
+        repo.git.commit("-m", "skills", env=IDENTITY)
+        workspace = skills.parent / "luban-workspace"
+        server = ScriptedOpenAI()
+        server.responder = GateResponder(held_after=7)
+        with server:
+            online = dict(env, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-luban-test-resume-0001",
+                          LUBAN_JUDGE_MODEL="judge-a", LUBAN_TARGET_MODEL="target-m", LUBAN_EDITOR_MODEL="editor-e",
+                          LUBAN_MAX_RETRIES="0")
+            args = optimize_args(skills, "--workspace", str(workspace))
+            first = run_child(args, online, kill_at=kill_at, keep_openai=True)
+            if kill_at:
+                assert first.returncode == -signal.SIGKILL, first.stderr[-2000:]
+                first = run_child([*args, "--resume"], online, keep_openai=True)
+            assert first.returncode == 0, first.stderr[-3000:]
+        assert any(str(c.message).startswith("held-out-rollback: pr-review") for c in repo.iter_commits())
+        ends.append(outcome(skills, workspace))
+    assert ends[1] == ends[0], explain(ends[0], ends[1])

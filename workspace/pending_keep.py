@@ -1,0 +1,74 @@
+"""A kept edit and its results row as one recoverable step.
+
+Keeping an edit is two writes that no filesystem makes atomic together: the
+kept version (a git commit, or the quick mode's ``SKILL.md.bak``) and its
+``results.tsv`` row. The row is written here first, as pending, with the
+SHA-256 of the text being kept. After a kill anywhere in between, ``settle``
+tells which side of the keep the run died on: if the kept version on disk is
+that text, the keep happened and its row is completed; if not, the keep never
+happened (the resume rolled the candidate back) and the pending row is dropped,
+so the round runs again exactly as it would have.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from workspace.atomic import atomic_write
+from workspace.results_tsv import ResultRow, ResultsFile
+
+
+def pending_path(results_tsv: Path) -> Path:
+    return results_tsv.with_name("pending-keep.json")
+
+
+def text_sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class PendingKeep:
+    row: ResultRow  # complete but for the commit column, which only the keep itself can give
+    kept_sha256: str  # the text being kept
+
+    def save(self, results_tsv: Path) -> None:
+        atomic_write(pending_path(results_tsv), json.dumps({"row": self.row.to_line().split("\t"),
+                                                            "kept_sha256": self.kept_sha256}) + "\n")
+
+
+def load(results_tsv: Path) -> PendingKeep | None:
+    """The pending keep, or None. A torn file cannot exist (atomic writes); an unreadable one raises with its path."""
+    path = pending_path(results_tsv)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return PendingKeep(ResultRow.from_cells(list(data["row"])), str(data["kept_sha256"]))
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: not a pending keep Luban wrote ({err}); move it away and resume again") from None
+
+
+def clear(results_tsv: Path) -> None:
+    pending_path(results_tsv).unlink(missing_ok=True)
+
+
+def settle(results_tsv: Path, kept_version: bytes | None, commit: str) -> ResultRow | None:
+    """Finish or drop a keep a kill interrupted; the row completed, or None when there was nothing to complete.
+
+    ``kept_version`` is what the ratchet holds as kept now (HEAD's blob, or the .bak); ``commit`` the commit
+    that holds it ("" in quick mode)."""
+    pending = load(results_tsv)
+    if pending is None:
+        return None
+    completed = None
+    results = ResultsFile(results_tsv)
+    written = any(r.timestamp == pending.row.timestamp and r.round == pending.row.round and r.status == pending.row.status
+                  for r in results.rows())
+    if kept_version is not None and text_sha(kept_version) == pending.kept_sha256 and not written:
+        completed = ResultRow(**{**vars(pending.row), "commit": commit})
+        results.append(completed)
+    clear(results_tsv)
+    return completed
