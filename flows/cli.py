@@ -339,11 +339,22 @@ def unfreeze(
 
 @app.command()
 def serve(limit: int | None = typer.Option(None, "--limit", help="Most runs at once.")) -> None:
-    """Serve the deployments optimize-skills/batch and optimize-skills/evaluate (needs PREFECT_API_URL)."""
+    """Serve the deployments optimize-skills/batch and evaluate-skills/evaluate (needs PREFECT_API_URL)."""
     prefect_defaults()
     from flows.serving import serve_forever
 
     serve_forever(limit)
+
+
+@app.command("setup-server")
+def setup_server(heartbeat: int = typer.Option(60, "--heartbeat", min=31, help="The workers' "
+                                               "PREFECT_FLOWS_HEARTBEAT_FREQUENCY in seconds (prefect.yaml sets 60).")) -> None:
+    """Once per shared Prefect server: the automation that marks a lost machine's runs Crashed (needs PREFECT_API_URL)."""
+    prefect_defaults()
+    from flows.cluster import ZOMBIE_AUTOMATION, ensure_zombie_automation
+
+    automation_id, created = ensure_zombie_automation(heartbeat)
+    typer.echo(f"{'created' if created else 'already there'}: automation '{ZOMBIE_AUTOMATION}' ({automation_id})")
 
 
 @app.command()

@@ -1,7 +1,6 @@
 """Deployments, and answering paused runs from code (Prefect 3 has no CLI for it: PrefectHQ/prefect#10767).
 
-``luban serve`` serves ``optimize-skills/batch`` and ``optimize-skills/evaluate``
-(the latter is the evaluate-skills flow) so that, with a Prefect server running,
+``luban serve`` serves ``optimize-skills/batch`` and ``evaluate-skills/evaluate`` so that, with a Prefect server running,
 ``prefect deployment run 'optimize-skills/batch' -p skills_dir=/path`` starts a batch.
 ``luban pending`` lists runs paused at a checkpoint; ``luban approve RUN_ID``
 answers one (``--reject`` and ``--comment`` fill the same form the UI shows).
@@ -19,8 +18,8 @@ def deployments():
     batch = optimize_skills.to_deployment(name="batch", parameters={"approval": "ui", "mode": "auto"},
                                           description="Optimize a skills directory; checkpoints wait in the Prefect UI.",
                                           tags=["luban"])
-    evaluate = evaluate_skills.with_options(name="optimize-skills").to_deployment(
-        name="evaluate", description="Phases 0–1 only: score and record baselines.", tags=["luban"])
+    evaluate = evaluate_skills.to_deployment(name="evaluate", description="Phases 0–1 only: score and record baselines.",
+                                             tags=["luban"])
     return batch, evaluate
 
 

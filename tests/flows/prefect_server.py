@@ -95,7 +95,7 @@ def start_batch(env: dict, skills_dir: Path, skill: str, approval_timeout: int =
 
     def deployed():
         listing = cli(env, str(BIN / "prefect"), "deployment", "ls")
-        return "optimize-skills/batch" in listing.stdout and "optimize-skills/evaluate" in listing.stdout
+        return "optimize-skills/batch" in listing.stdout and "evaluate-skills/evaluate" in listing.stdout
 
     wait_for(deployed, 90, "luban serve to register the deployments")
     started = cli(env, str(BIN / "prefect"), "deployment", "run", "optimize-skills/batch",
