@@ -44,17 +44,19 @@ def make_batch(root: Path) -> tuple[Path, Path]:
     return skills, root / "luban-workspace"
 
 
-def outcome(skills: Path, workspace: Path) -> dict[str, Any]:
-    """What must be identical: the branch's tree, a clean checkout, every row, every rejected edit."""
+def outcome(skills: Path, workspace: Path, mode: str = "full") -> dict[str, Any]:
+    """What must be identical: every skill's text, the branch's tree and checkout status, every row, every rejected
+    edit (quick mode commits nothing: its tree and status are the ones the batch started with)."""
     repo = git.Repo(skills)
     rows, rejected = {}, {}
-    for state in sorted((workspace / "full").iterdir()):
+    for state in sorted((workspace / mode).iterdir()):
         if (state / "results.tsv").exists():
             rows[state.name] = [{k: v for k, v in vars(r).items() if k not in ("timestamp", "commit")}
                                 for r in ResultsFile(state / "results.tsv").rows()]
             buffer = rejected_edits.load(state / "rejected_edits.md", state.name, "")
             rejected[state.name] = [(e.sha256, e.status, e.reason) for e in buffer.entries]
-    return {"tree": repo.head.commit.tree.hexsha, "status": repo.git.status("--porcelain"), "rows": rows,
+    return {"texts": {p.parent.name: p.read_bytes() for p in sorted(skills.glob("*/SKILL.md"))},
+            "tree": repo.head.commit.tree.hexsha, "status": repo.git.status("--porcelain"), "rows": rows,
             "rejected": rejected, "pending": sorted(p.name for p in workspace.rglob("pending-keep.json"))}
 
 
@@ -64,7 +66,7 @@ def resume_to_the_end(skills: Path, workspace: Path, env: dict[str, str]) -> Non
 
 
 def explain(expected: dict[str, Any], got: dict[str, Any]) -> str:
-    lines = [f"{key} differs" for key in ("tree", "status", "rejected", "pending") if expected[key] != got[key]]
+    lines = [f"{key} differs" for key in ("texts", "tree", "status", "rejected", "pending") if expected[key] != got[key]]
     for skill in sorted(set(expected["rows"]) | set(got["rows"])):
         a, b = expected["rows"].get(skill, []), got["rows"].get(skill, [])
         if a != b:
@@ -98,6 +100,22 @@ def test_a_kill_between_a_keep_and_its_row_resumes_to_the_unbroken_result(tmp_pa
     resume_to_the_end(skills, workspace, env)
     got = outcome(skills, workspace)
     assert got == reference, explain(reference, got)
+
+
+def test_in_quick_mode_a_kill_between_a_keep_and_its_row_resumes_to_the_unbroken_result(tmp_path: Path, unbroken):
+    """Quick mode keeps by writing SKILL.md.bak: the same pending row makes that keep and its row one step."""
+    _, _, env = unbroken
+    ends = []
+    for kill_at in (None, "FileRatchet.keep:return:3:"):
+        skills, workspace = make_batch(tmp_path / ("killed" if kill_at else "unbroken"))
+        args = [*optimize_args(skills, "--workspace", str(workspace)), "--mode", "quick"]  # the last --mode counts
+        first = run_child(args, env, kill_at=kill_at)
+        if kill_at:
+            assert first.returncode == -signal.SIGKILL and list(workspace.rglob("pending-keep.json")), first.stderr[-2000:]
+            first = run_child([*args, "--resume"], env)
+        assert first.returncode == 0, first.stderr[-3000:]
+        ends.append(outcome(skills, workspace, "quick"))
+    assert ends[1] == ends[0], explain(ends[0], ends[1])
 
 
 @pytest.mark.parametrize("step", ["GitRatchet.start:call:1:", "ManifestWriter.create:return:1:"])
