@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise
+.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,12 @@ bench-score: $(BENCH_STAMP)
 
 bench-loop: $(STAMP)
 	$(BIN)/python benchmarks/loop_overhead.py
+
+# One batch on 1, 2 and 4 worker slots (--parallel) against the parallel critical path; N = 8 by default here
+# (BENCH_BATCH_SIZES=8,32,64 for the issue's full sweep, which takes most of an hour on 2 cores).
+BENCH_BATCH_SIZES ?= 8
+bench-batch: $(STAMP)
+	$(BIN)/python benchmarks/batch_scaling.py --sizes $(BENCH_BATCH_SIZES)
 
 # False-keep and true-keep rates of the keep decision against noisy loopback judges, through the real flow.
 bench-noise: $(STAMP)

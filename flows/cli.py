@@ -240,13 +240,15 @@ def optimize(
     target_model: str | None = typer.Option(None, "--target-model", help=TARGET_HELP),
     editor_model: str | None = typer.Option(None, "--editor-model", help=EDITOR_HELP),
     max_llm_calls: int | None = typer.Option(None, "--max-llm-calls", help=CALLS_HELP),
+    parallel: int = typer.Option(1, "--parallel", min=1, help="Skills whose rounds run at once, each in its own git "
+                                 "worktree (needs --approval auto; offline it ends as the serial run does)."),
     wait_for_lock: int = typer.Option(0, "--wait-for-lock", min=0, help="Seconds to queue behind another run on the same "
                                       "workspace or git repository (default 0: refuse at once, naming that run)."),
 ) -> None:
     """Run the optimize-skills flow (Phases 0–6) locally. The run's summary is one JSON document on stdout."""
     llm = _llm_flags(judge_model, target_model, editor_model, max_llm_calls)
     _refuse_early("optimize", skills_dir, skills, mode, approval, budget, workspace, init_git, resume, llm,
-                  lock_wait=wait_for_lock)
+                  lock_wait=wait_for_lock, parallel=parallel)
     _stop_at_first_interrupt(skills_dir, workspace, mode)
     prefect_defaults()
     from flows.optimize import optimize_skills
@@ -255,7 +257,7 @@ def optimize(
         result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,
                                  max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
                                  allow_rename=allow_rename, resume=resume, approval_timeout=approval_timeout, llm=llm,
-                                 lock_wait=wait_for_lock)
+                                 lock_wait=wait_for_lock, parallel=parallel)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban optimize: {err}", err=True)
         raise typer.Exit(2) from None
@@ -284,13 +286,13 @@ def evaluate(
 
 
 def _refuse_early(command: str, skills_dir: str, skills, mode: str, approval: str, budget: float, workspace, init_git: bool,
-                  resume: bool, llm: dict, evaluate_only: bool = False, lock_wait: int = 0) -> None:
+                  resume: bool, llm: dict, evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1) -> None:
     """The run's refusals before any Prefect server starts: one line, exit 2, nothing written."""
     from flows.preflight import Refused, preflight
 
     try:
         preflight(skills_dir, list(skills or []), mode, approval, budget, workspace, init_git, resume, llm, evaluate_only,
-                  lock_wait)
+                  lock_wait, parallel)
     except Refused as err:
         _usage_error(str(err), command)
 

@@ -44,6 +44,7 @@ class RunOptions:
     llm: dict[str, Any] = field(default_factory=dict)  # model names, limits; never the API key
     evaluate_only: bool = False  # Phases 0–1: no branch, no snapshot, nothing edited
     allow_rename: bool = False  # a person's opt-in: an edit may change the frontmatter name (runtimes invoke by it)
+    parallel: int = 1  # skills whose rounds run at once (flows/fan_out.py); more than 1 needs approval auto
     lock_wait: int = 0  # seconds to queue behind a run holding the workspace or repository (0: refuse, naming it)
     start_branch: str | None = None  # the branch checked out when the run was asked for: a queued run starts there
 
@@ -143,7 +144,7 @@ class Run:
         return max((r.round for r in rows[start:]), default=0) + 1
 
     def commit(self) -> str:
-        return self.ratchet.repo.head.commit.hexsha[:12] if isinstance(self.ratchet, GitRatchet) else ""
+        return self.ratchet.head_sha()[:12] if isinstance(self.ratchet, GitRatchet) else ""
 
     def budget_for(self, skill: str) -> float:
         return min(self.options.budget, self.profile.budget_for(skill))

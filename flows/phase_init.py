@@ -9,21 +9,22 @@ from pathlib import Path
 
 from prefect import get_run_logger
 
+from flows import resume
 from flows.checkpoints import checkpoint
 from flows.context import Run, RunOptions
 from flows.events import emit
+from flows.fan_out import side_by_side
 from flows.preflight import Refused, Scope, find_skills, recorded_rows, routed
 from judges.backend import make_backend
 from judges.settings import resolve
 from scoring.governance.alerts import check_alerts, run_metrics
 from scoring.governance.roi import earlier_runs, roi_precheck
-from workspace import meta_learnings, pending_keep, rejected_edits, run_marker, test_prompts
+from workspace import meta_learnings, rejected_edits, run_marker, test_prompts
 from workspace import profile as profile_store
 from workspace.file_ratchet import FileRatchet, check_readonly
-from workspace.git_ratchet import BRANCH_PREFIX, GitRatchet, GitStateError, init_repository, open_repository
+from workspace.git_ratchet import GitRatchet, GitStateError, init_repository, open_repository
 from workspace.governance_records import apply_escalation, mode_history
 from workspace.layout import Workspace, new_stamped_dir
-from workspace.lock import WorkspaceLock, queue_for, repository_lock
 from workspace.manifest import ManifestWriter, save_round_backup
 from workspace.results_tsv import ResultsFile, Status, Stop
 
@@ -42,56 +43,6 @@ def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], record
                         timeout=options.approval_timeout)
     chosen = answer.choice if answer.choice in ("quick", "full") else suggested
     return chosen, reasons + ([f"mode {chosen} chosen at the checkpoint ({answer.answered_by})"] if chosen != suggested else [])
-
-
-def _hold_repository(options: RunOptions, workspace: Workspace) -> WorkspaceLock:
-    """The repository's run lock, taken (or queued for) before the run makes its branch. A run that queued
-    starts from the branch it was asked on, not from the branch the run before it left checked out."""
-    try:
-        repo = open_repository(workspace.skills_dir)
-    except GitStateError:
-        if not options.init_git:
-            raise
-        init_repository(workspace.skills_dir)
-        repo = open_repository(workspace.skills_dir)
-    lock = queue_for(repository_lock(Path(repo.common_dir), Path(str(repo.working_tree_dir)), options.start_branch),
-                     options.lock_wait)
-    current = None if repo.head.is_detached else repo.active_branch.name
-    if options.start_branch and not options.resume and current != options.start_branch and str(current).startswith(BRANCH_PREFIX):
-        repo.git.checkout(options.start_branch)  # the run that held the lock left its own branch checked out
-    return lock
-
-
-def _resumable(workspace: Workspace) -> bool:
-    """Whether --resume has a run to continue: a kill before the run recorded anything leaves nothing to resume,
-    and the run then starts afresh (the same run an uninterrupted start would have made)."""
-    if workspace.mode == "quick":
-        return workspace.backups().exists() and any(p.is_dir() for p in workspace.backups().iterdir())
-    repo = open_repository(workspace.skills_dir)
-    return repo.active_branch.name.startswith(BRANCH_PREFIX) or bool(_recorded_branches(workspace, repo))
-
-
-def _recorded_branches(workspace: Workspace, repo) -> list[str]:
-    """Run branches the workspace recorded that exist (a run killed before it switched never made its branch)."""
-    manifests = workspace.backups().glob("*/version_manifest.json") if workspace.backups().exists() else ()
-    existing = {h.name for h in repo.heads}
-    return sorted({b for m in manifests if (b := ManifestWriter.reopen(m).manifest.branch) is not None and b in existing})
-
-
-def _resume_ratchet(workspace: Workspace, skills: list[str]):
-    if workspace.mode == "quick":
-        files, undone = FileRatchet.resume(workspace, skills)
-        return files, files.snapshot_dir, None, undone
-    manifests = sorted(workspace.backups().glob("*/version_manifest.json")) if workspace.backups().exists() else []
-    branch = open_repository(workspace.skills_dir).active_branch.name
-    match = [m for m in manifests if ManifestWriter.reopen(m).manifest.branch == branch]
-    if not match:
-        runs = _recorded_branches(workspace, open_repository(workspace.skills_dir))
-        raise RunRefused(f"--resume: no recorded run on branch '{branch}' in {workspace.backups()}; "
-                         + (f"switch to the run's branch first (git switch {runs[-1]})" if runs else "start without --resume"))
-    writer = ManifestWriter.reopen(match[-1])
-    ratchet, undone = GitRatchet.resume(workspace, skills, writer.manifest.original or "HEAD")
-    return ratchet, match[-1].parent, writer, undone
 
 
 def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str], now: datetime):
@@ -132,13 +83,13 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
     workspace = Workspace.open(skills_dir, mode, probe.root)  # type: ignore[arg-type]
     now = datetime.now(UTC)
     undone: list[str] = []
-    if options.resume and not options.evaluate_only and not _resumable(workspace):
+    if options.resume and not options.evaluate_only and not resume.resumable(workspace):
         options = replace(options, resume=False)
         reasons.append("--resume: nothing was recorded before the last run stopped; started afresh")
-    held = _hold_repository(options, workspace) if mode == "full" and not options.evaluate_only else None
+    held = resume.hold_repository(options, workspace) if mode == "full" and not options.evaluate_only else None
     try:
         if options.resume:
-            ratchet, run_dir, manifest, undone = _resume_ratchet(workspace, skills)
+            ratchet, run_dir, manifest, undone = resume.resume_ratchet(workspace, skills)
         else:
             ratchet, run_dir, manifest = _start_ratchet(options, workspace, skills, now)
         backend = make_backend(settings, workspace.root / "cache" / "baseline")
@@ -158,8 +109,6 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
                                + ("; this run continues its records" if options.resume else ""))
         run_marker.save(workspace.root, flow_run_id, mode=mode, state="running", skills_dir=str(skills_dir))
     run.notices += [f"{s}: an edit applied but never scored was rolled back (resume)" for s in undone]
-    if options.resume:
-        _settle_interrupted_keeps(run, skills)
     meta = meta_learnings.load(workspace.meta_learnings)
     run.preferred_dims = frozenset(e.fields["dim"] for e in meta.sections.get("高收益改动", []) if e.fields.get("dim"))
     for skill in skills:
@@ -170,6 +119,8 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
         if notice:
             run.notices.append(notice)
         run.buffers[skill] = _load_buffer(run, skill)
+    if options.resume:  # after the buffers: a rejection's pending row is completed when its edit is in them
+        resume.settle_interrupted_keeps(run, skills)
     for skill, error in unreadable.items():
         run.notices.append(f"{skill}: not optimized: {error}")
         run.record(skill, 0, Status.ERROR, None, stop=Stop.UNREADABLE, text=error)
@@ -177,28 +128,6 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
     _alerts(run)
     logger.info("Phase 0: %s mode, %d skill(s) (%s), backend %s", mode, len(run.skills), ", ".join(run.skills), backend.name)
     return run
-
-
-def _settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
-    """A keep a kill split from its row gets its row (or is dropped, when the keep never happened); the blocks kept
-    edits inserted are read back from git, so the boilerplate rule sees the whole run."""
-    from flows.ratchet import inserted_blocks
-
-    ratchet = run.editor
-    for skill in skills:
-        kept: bytes | None
-        if isinstance(ratchet, GitRatchet):
-            kept, commit = ratchet.committed_text(skill), ratchet.last_commit(skill)[:12]
-        else:
-            path = ratchet.kept_path(skill)
-            kept, commit = (path.read_bytes() if path.exists() else None), ""
-        row = pending_keep.settle(run.workspace.results_tsv(skill), kept, commit)
-        if row is not None:
-            run.notices.append(f"{skill}: round {row.round}'s keep was committed but its row not written when the run "
-                               "stopped; the row is completed from the record saved before the keep")
-    if isinstance(ratchet, GitRatchet):
-        run.inserted = inserted_blocks(ratchet.history(),
-                                       lambda c: ratchet.committed_text(c.skill, f"{c.sha}^").decode("utf-8"))
 
 
 def appended(existing: list, designed: list) -> list:
@@ -403,14 +332,20 @@ def baseline(run: Run) -> bool:
     """Phase 1: score every skill (or, on --resume, take its recorded baseline), ROI precheck, score card, 🔴."""
     if not run.options.resume and not consumer_check(run):
         return False
-    for skill in list(run.skills):
+
+    def one(skill: str) -> None:
         progress = recorded_progress(run, skill) if run.options.resume else None
         if progress is not None:
             _resume_skill(run, skill, progress)
-            continue
+            return
         if run.options.resume:
             run.notices.append(f"{skill}: nothing recorded to resume; it gets a fresh baseline")
         _baseline_skill(run, skill)
+
+    order = list(run.skills)
+    side_by_side(run, order, one)  # with --parallel, several skills at once (flows/fan_out.py)
+    run.baselines = {s: run.baselines[s] for s in order if s in run.baselines}  # the card's order, however they finished
+    run.skills = [s for s in order if s in run.skills]
     return _score_card_checkpoint(run)
 
 

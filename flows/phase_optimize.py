@@ -10,6 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 from flows import measure, tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
+from flows.fan_out import fan_out, side_by_side
 from flows.progress import NO_DISPLAY, progress
 from flows.ratchet import ProposalAhead, freeze, kept_edits, optimize_skill, propose_ahead, reject
 from flows.trial import Outcome, try_edit
@@ -31,7 +32,10 @@ def optimize_all(run: Run) -> None:
     with progress(order, run.max_rounds) as display:
         run.display = display  # a checkpoint asked in the terminal pauses it (Run.ask)
         try:
-            _optimize_in_order(run, order, display.update)
+            if run.options.parallel > 1 and len(order) > 1:
+                _optimize_side_by_side(run, order, display.update)
+            else:
+                _optimize_in_order(run, order, display.update)
         finally:
             run.display = NO_DISPLAY
 
@@ -43,17 +47,34 @@ def _optimize_in_order(run: Run, order: list[str], update) -> None:
             break
         before = _pre_run_version(run, skill)
         outcome = _continue_or_start(run, skill, update, ahead)
-        update(skill, run.max_rounds, outcome.stop)
-        run.outcomes[skill] = outcome
-        if outcome.stop is Stop.MAX_ROUNDS:
-            outcome = run.outcomes[skill] = _at_max_rounds(run, skill, outcome)
         ahead = _next_first_proposal(run, order[index + 1:])
-        save_round_backup(run.run_dir, skill, max(outcome.rounds, 1), run.workspace.skill_file(skill).read_bytes())
-        _review_skill(run, skill, before, outcome)
-        round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in (Stop.BOTTLENECK, Stop.NO_EDIT) else 0
-        if run.mode == "full" and round_one_stops >= 2:
-            exploratory_rewrite(run, min(order, key=lambda s: run.outcomes.get(s, outcome).after))
-            round_one_stops = 0
+        round_one_stops = _after_skill(run, order, skill, before, outcome, update, round_one_stops)
+
+
+def _optimize_side_by_side(run: Run, order: list[str], update) -> None:
+    """The skills' rounds at once (flows/fan_out.py); then, in baseline order, what the serial loop does after each."""
+    before = {skill: _pre_run_version(run, skill) for skill in order}
+    outcomes = fan_out(run, order, lambda child, skill: _continue_or_start(child, skill, update))
+    round_one_stops = 0
+    for skill in order:
+        round_one_stops = _after_skill(run, order, skill, before[skill], outcomes[skill], update, round_one_stops)
+
+
+def _after_skill(run: Run, order: list[str], skill: str, before: bytes, outcome: SkillOutcome, update,
+                 round_one_stops: int) -> int:
+    """The round cap's checkpoint, the backup, the skill's checkpoint, and the exploratory-rewrite trigger (two
+    skills in a row stopped in round 1); the streak of such skills after this one."""
+    update(skill, run.max_rounds, outcome.stop)
+    run.outcomes[skill] = outcome
+    if outcome.stop is Stop.MAX_ROUNDS:
+        outcome = run.outcomes[skill] = _at_max_rounds(run, skill, outcome)
+    save_round_backup(run.run_dir, skill, max(outcome.rounds, 1), run.workspace.skill_file(skill).read_bytes())
+    _review_skill(run, skill, before, outcome)
+    round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in (Stop.BOTTLENECK, Stop.NO_EDIT) else 0
+    if run.mode == "full" and round_one_stops >= 2:
+        exploratory_rewrite(run, min(order, key=lambda s: run.outcomes.get(s, outcome).after))
+        round_one_stops = 0
+    return round_one_stops
 
 
 def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
@@ -193,9 +214,9 @@ def held_out_gate(run: Run) -> None:
     if run.mode != "full":
         return
     step_b_streak = 0
+    graded = _graded_side_by_side(run) if run.options.parallel > 1 else {}
     for skill, outcome in list(run.outcomes.items()):
-        base = _baseline_held_out(run, skill)
-        now = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+        base, now = graded.get(skill) or _graded(run, skill)
         held_delta = _decline(run, skill, base, now)
         if base and now:
             run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
@@ -213,6 +234,18 @@ def held_out_gate(run: Run) -> None:
         else:
             _step_c(run, skill, main_delta, held_delta)
         _step_d(run, skill, main_delta, held_delta, step_b_streak)
+
+
+def _graded(run: Run, skill: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The held-out grades of the skill's baseline and of its version now."""
+    return _baseline_held_out(run, skill), measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+
+
+def _graded_side_by_side(run: Run) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """--parallel: every skill graded at once before the gate decides, in order, skill by skill. Each decision then
+    reads the held-out noise pooled over all skills' grades, where the serial gate reads the grades so far."""
+    skills = list(run.outcomes)
+    return dict(zip(skills, side_by_side(run, skills, lambda skill: _graded(run, skill)), strict=True))
 
 
 def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:

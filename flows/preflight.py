@@ -28,13 +28,18 @@ class Scope:
     skills: tuple[str, ...]
 
 
-def check_options(mode: str, approval: str, budget: float, llm: dict[str, Any] | None) -> None:
+def check_options(mode: str, approval: str, budget: float, llm: dict[str, Any] | None, parallel: int = 1) -> None:
     if mode not in MODES:
         raise Refused(f"--mode must be quick, full or auto, not {mode!r}")
     if approval not in APPROVALS:
         raise Refused(f"--approval must be ui, auto or cli, not {approval!r}")
     if not 0 < budget <= 0.10:
         raise Refused(f"--budget must be in (0, 0.10], got {budget}")
+    if parallel < 1:
+        raise Refused(f"--parallel must be at least 1, got {parallel}")
+    if parallel > 1 and approval != "auto":
+        raise Refused(f"--parallel {parallel} runs skills side by side, and their checkpoints cannot all ask at once: "
+                      "use --approval auto, or --parallel 1")
     if llm and "api_key" in llm:
         raise Refused("never pass the API key as a parameter (it would be stored with the run); set OPENAI_API_KEY")
 
@@ -127,9 +132,9 @@ def recorded_rows(workspace_root: Path) -> int:
 
 def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, approval: str, budget: float,
               workspace: str | None, init_git: bool, resume: bool, llm: dict[str, Any] | None,
-              evaluate_only: bool = False, lock_wait: int = 0) -> Scope:
+              evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1) -> Scope:
     """Every check a run can fail before it starts, in the order a person would fix them."""
-    check_options(mode, approval, budget, llm)
+    check_options(mode, approval, budget, llm, parallel)
     scope = find_skills(skills_dir, tuple(skills))
     lock = lock_path(scope.skills_dir, workspace)
     if mode == "auto" and not evaluate_only:  # full when the router will not ask a person: check git now, not after

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -64,12 +65,12 @@ def init_repository(skills_dir: Path) -> str:
     """``--init-git``: make the skills directory a repository holding its current state."""
     repo = git.Repo.init(skills_dir)
     repo.git.add("--all", "--", ".")
-    with repo.git.custom_environment(**_identity_env(repo)):
+    with repo.git.custom_environment(**identity_env(repo)):
         repo.git.commit("--allow-empty", "-m", "luban: initial state of the skills")
     return repo.head.commit.hexsha
 
 
-def _identity_env(repo: git.Repo) -> dict[str, str]:
+def identity_env(repo: git.Repo) -> dict[str, str]:
     """Commit as the user when git knows who they are; otherwise as Luban (CI has no identity)."""
     env: dict[str, str] = {}
     if not (os.environ.get("GIT_AUTHOR_NAME") or _git_knows(repo, "user.name")):
@@ -112,6 +113,9 @@ class GitRatchet:
     # unchanged file is skipped (one commit fewer per round); a file changed since, by anyone, is committed.
     _at_head: dict[str, bytes] = field(default_factory=dict, repr=False)
     _identity: dict[str, str] | None = field(default=None, repr=False)
+    # GitPython reads objects through one long-lived `git cat-file` pipe per Repo, which two threads must not share
+    # (--parallel records several skills' baseline rows at once): reads of HEAD from the run take this lock.
+    _reading: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
     def start(cls, workspace: Workspace, skills: list[str], now: datetime,
@@ -150,13 +154,17 @@ class GitRatchet:
                 undone.append(skill)
         return ratchet, undone
 
+    def head_sha(self) -> str:
+        with self._reading:
+            return self.repo.head.commit.hexsha
+
     def _path(self, skill: str) -> str:
         return os.path.relpath(self.workspace.skill_file(skill), self.repo.working_tree_dir)
 
     def _commit_only(self, skill: str, message: str) -> str:
         path = self._path(skill)
         if self._identity is None:  # asked once per run: each question is a git process
-            self._identity = _identity_env(self.repo)
+            self._identity = identity_env(self.repo)
         self.repo.git.add("--", path)
         with self.repo.git.custom_environment(**self._identity):
             self.repo.git.commit("--allow-empty", "--no-verify", "-m", message, "--only", "--", path)

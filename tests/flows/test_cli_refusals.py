@@ -98,6 +98,7 @@ def test_a_workspace_in_use_is_refused_naming_the_holder(tmp_path: Path):
     (["--approval", "maybe"], "--approval must be ui, auto or cli"),
     (["--budget", "0.5"], "--budget must be in (0, 0.10]"),
     (["ghost"], "no SKILL.md for ghost"),
+    (["--parallel", "2", "--approval", "cli"], "cannot all ask at once: use --approval auto, or --parallel 1"),
 ])
 def test_bad_options_are_refused_in_one_line(tmp_path: Path, args: list[str], needle: str):
     write_skill(tmp_path / "skills", "alpha", "# Alpha\n")

@@ -89,14 +89,16 @@ def unbroken(tmp_path_factory, prefect_api) -> tuple[dict[str, Any], float, dict
     return reference, time.monotonic() - started, env
 
 
-@pytest.mark.parametrize("nth", [1, 4])
-def test_a_kill_between_a_keep_and_its_row_resumes_to_the_unbroken_result(tmp_path: Path, unbroken, nth: int):
-    """The kill lands after the keep's commit and before its row: the row is completed from the pending record."""
+@pytest.mark.parametrize("kill_at", ["GitRatchet.keep:return:1:", "GitRatchet.keep:return:4:",
+                                     "save:return:1:rejected_edits.md"])
+def test_a_kill_between_a_decision_and_its_row_resumes_to_the_unbroken_result(tmp_path: Path, unbroken, kill_at: str):
+    """The kill lands after the keep's commit (or the rejection's entry in rejected_edits.md) and before the row:
+    the row is completed from the pending record, and the round is not run again."""
     reference, _, env = unbroken
     skills, workspace = make_batch(tmp_path)
-    killed = run_child(optimize_args(skills, "--workspace", str(workspace)), env, kill_at=f"GitRatchet.keep:return:{nth}:")
+    killed = run_child(optimize_args(skills, "--workspace", str(workspace)), env, kill_at=kill_at)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert list(workspace.rglob("pending-keep.json")), "the kill should have left the keep's row pending"
+    assert list(workspace.rglob("pending-keep.json")), "the kill should have left the decision's row pending"
     resume_to_the_end(skills, workspace, env)
     got = outcome(skills, workspace)
     assert got == reference, explain(reference, got)
@@ -193,3 +195,44 @@ def test_a_kill_before_the_held_out_gate_still_rolls_back_an_overfitted_keep(tmp
         assert any(str(c.message).startswith("held-out-rollback: pr-review") for c in repo.iter_commits())
         ends.append(outcome(skills, workspace))
     assert ends[1] == ends[0], explain(ends[0], ends[1])
+
+
+def test_a_batch_run_side_by_side_ends_as_the_serial_batch_even_killed_and_resumed(tmp_path: Path, unbroken):
+    """--parallel 3: every skill's rounds in its own worktree and branch, merged back in baseline order. Unbroken,
+    then killed (at a keep inside a worktree, and at random instants of its own length) and resumed: the end is
+    the serial batch's."""
+    reference, _, env = unbroken
+    skills, workspace = make_batch(tmp_path / "unbroken")
+    started = time.monotonic()
+    result = run_child(optimize_args(skills, "--workspace", str(workspace), "--parallel", "3"), env)
+    duration = time.monotonic() - started
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = outcome(skills, workspace)
+    assert got == reference, explain(reference, got)
+    repo = git.Repo(skills)
+    merged = {str(c.message).split(" ")[1] for c in repo.iter_commits() if len(c.parents) == 2}
+    kept = {skill for skill, rows in reference["rows"].items() if any(r["status"] == "keep" for r in rows)}
+    assert kept and kept <= merged  # every skill that kept an edit came back through its branch's merge
+    assert not any((workspace / "worktrees").rglob("SKILL.md")) and not [h for h in repo.heads if "--" in h.name]
+
+    rng = random.Random(20261205)
+    kills = [f"GitRatchet.keep:return:{rng.randint(1, 4)}:", None, None]  # None: a random instant
+    in_worktrees = 0  # kills that left skills' rounds in worktrees, for --resume to gather
+    for attempt, kill_at in enumerate(kills):
+        skills, workspace = make_batch(tmp_path / f"attempt-{attempt}")
+        args = optimize_args(skills, "--workspace", str(workspace), "--parallel", "3")
+        if kill_at:
+            assert run_child(args, env, kill_at=kill_at).returncode == -signal.SIGKILL
+        else:
+            child = start_child(args, child_env(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                child.wait(rng.uniform(0.2 * duration, 0.9 * duration))
+            except subprocess.TimeoutExpired:
+                child.send_signal(signal.SIGKILL)
+                child.wait(30)
+        in_worktrees += any((workspace / "worktrees").rglob("SKILL.md"))
+        result = run_child([*args, "--resume"], env)
+        assert result.returncode == 0, result.stderr[-3000:]
+        got = outcome(skills, workspace)
+        assert got == reference, f"attempt {attempt} ({kill_at or 'a random instant'}): {explain(reference, got)}"
+    assert in_worktrees, "no kill landed while skills ran in worktrees"
