@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -42,15 +42,13 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
     """``optimize_one(child_run, skill)`` for every skill in ``order``, at most ``run.options.parallel`` at once;
     in full mode each in its own worktree, merged back in ``order`` before this returns."""
     children = {skill: fork(run, skill) for skill in order}
-    with ThreadPoolExecutor(max_workers=max(1, run.options.parallel), thread_name_prefix="luban-skill") as pool:
-        futures = {s: pool.submit(contextvars.copy_context().run, optimize_one, children[s], s) for s in order}
-        outcomes = {}
-        errors = []
-        for skill in order:
-            try:
-                outcomes[skill] = futures[skill].result()
-            except Exception as err:  # noqa: BLE001 - every other skill's work is merged before the first error is raised
-                errors.append(err)
+    outcomes, errors = {}, []
+    for skill, future in zip(order, _in_threads(run.options.parallel, order, lambda s: optimize_one(children[s], s)),
+                             strict=True):
+        try:
+            outcomes[skill] = future.result()
+        except Exception as err:  # noqa: BLE001 - every other skill's work is merged before the first error is raised
+            errors.append(err)
     gather(run, order)
     for child in children.values():
         run.stopped = run.stopped or child.stopped
@@ -66,9 +64,14 @@ def side_by_side(run: Run, items: list[T], step: Callable[[T], R]) -> list[R]:
     its own skill's files and records, and the run's shared maps are keyed by skill."""
     if run.options.parallel <= 1 or len(items) <= 1:
         return [step(item) for item in items]
-    with ThreadPoolExecutor(max_workers=run.options.parallel, thread_name_prefix="luban-skill") as pool:
-        futures = [pool.submit(contextvars.copy_context().run, step, item) for item in items]
-        return [future.result() for future in futures]
+    return [future.result() for future in _in_threads(run.options.parallel, items, step)]
+
+
+def _in_threads(workers: int, items: list[T], step: Callable[[T], R]) -> list[Future[R]]:
+    """``step`` on every item, ``workers`` threads at once, all finished when this returns. Each call runs in a
+    copy of the caller's context, so Prefect's task submissions and run logger work inside it."""
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="luban-skill") as pool:
+        return [pool.submit(contextvars.copy_context().run, step, item) for item in items]
 
 
 def fork(run: Run, skill: str) -> Run:

@@ -60,10 +60,11 @@ def resume_ratchet(workspace: Workspace, skills: list[str]):
         files, undone = FileRatchet.resume(workspace, skills)
         return files, files.snapshot_dir, None, undone
     manifests = sorted(workspace.backups().glob("*/version_manifest.json")) if workspace.backups().exists() else []
-    branch = open_repository(workspace.skills_dir).active_branch.name
+    repo = open_repository(workspace.skills_dir)
+    branch = repo.active_branch.name
     match = [m for m in manifests if ManifestWriter.reopen(m).manifest.branch == branch]
     if not match:
-        runs = recorded_branches(workspace, open_repository(workspace.skills_dir))
+        runs = recorded_branches(workspace, repo)
         raise Refused(f"--resume: no recorded run on branch '{branch}' in {workspace.backups()}; "
                          + (f"switch to the run's branch first (git switch {runs[-1]})" if runs else "start without --resume"))
     writer = ManifestWriter.reopen(match[-1])
