@@ -244,11 +244,14 @@ def optimize(
                                  "worktree (needs --approval auto; offline it ends as the serial run does)."),
     wait_for_lock: int = typer.Option(0, "--wait-for-lock", min=0, help="Seconds to queue behind another run on the same "
                                       "workspace or git repository (default 0: refuse at once, naming that run)."),
+    fan_out_to: str | None = typer.Option(None, "--fan-out-to", help="A deployment of the optimize-skill flow (e.g. "
+                                          "optimize-skill/workers-rounds): each skill's rounds run as a child flow run on "
+                                          "its pool's workers, --parallel of them at once (full mode, --approval auto)."),
 ) -> None:
     """Run the optimize-skills flow (Phases 0–6) locally. The run's summary is one JSON document on stdout."""
     llm = _llm_flags(judge_model, target_model, editor_model, max_llm_calls)
     _refuse_early("optimize", skills_dir, skills, mode, approval, budget, workspace, init_git, resume, llm,
-                  lock_wait=wait_for_lock, parallel=parallel)
+                  lock_wait=wait_for_lock, parallel=parallel, fan_out_to=fan_out_to)
     _stop_at_first_interrupt(skills_dir, workspace, mode)
     prefect_defaults()
     from flows.optimize import optimize_skills
@@ -257,7 +260,7 @@ def optimize(
         result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,
                                  max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
                                  allow_rename=allow_rename, resume=resume, approval_timeout=approval_timeout, llm=llm,
-                                 lock_wait=wait_for_lock, parallel=parallel)
+                                 lock_wait=wait_for_lock, parallel=parallel, fan_out_to=fan_out_to)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban optimize: {err}", err=True)
         raise typer.Exit(2) from None
@@ -286,13 +289,14 @@ def evaluate(
 
 
 def _refuse_early(command: str, skills_dir: str, skills, mode: str, approval: str, budget: float, workspace, init_git: bool,
-                  resume: bool, llm: dict, evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1) -> None:
+                  resume: bool, llm: dict, evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1,
+                  fan_out_to: str | None = None) -> None:
     """The run's refusals before any Prefect server starts: one line, exit 2, nothing written."""
     from flows.preflight import Refused, preflight
 
     try:
         preflight(skills_dir, list(skills or []), mode, approval, budget, workspace, init_git, resume, llm, evaluate_only,
-                  lock_wait, parallel)
+                  lock_wait, parallel, fan_out_to)
     except Refused as err:
         _usage_error(str(err), command)
 
@@ -341,7 +345,7 @@ def unfreeze(
 
 @app.command()
 def serve(limit: int | None = typer.Option(None, "--limit", help="Most runs at once.")) -> None:
-    """Serve the deployments optimize-skills/batch and evaluate-skills/evaluate (needs PREFECT_API_URL)."""
+    """Serve optimize-skills/batch, optimize-skill/rounds (--fan-out-to) and evaluate-skills/evaluate (needs PREFECT_API_URL)."""
     prefect_defaults()
     from flows.serving import serve_forever
 

@@ -47,6 +47,7 @@ class RunOptions:
     parallel: int = 1  # skills whose rounds run at once (flows/fan_out.py); more than 1 needs approval auto
     lock_wait: int = 0  # seconds to queue behind a run holding the workspace or repository (0: refuse, naming it)
     start_branch: str | None = None  # the branch checked out when the run was asked for: a queued run starts there
+    fan_out_to: str | None = None  # a deployment of optimize-skill: each skill's rounds as a child flow run on its pool
 
 
 @dataclass

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -40,8 +41,16 @@ SEPARATOR = "--"  # between the batch branch and the skill, in a skill's branch 
 
 def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]:
     """``optimize_one(child_run, skill)`` for every skill in ``order``, at most ``run.options.parallel`` at once;
-    in full mode each in its own worktree, merged back in ``order`` before this returns."""
+    in full mode each in its own worktree, merged back in ``order`` before this returns. With ``fan_out_to``
+    (full mode), each skill's rounds run as a child flow run of that deployment instead (flows/skill_flow.py)."""
     children = {skill: fork(run, skill) for skill in order}
+    if run.options.fan_out_to and isinstance(run.ratchet, GitRatchet):  # each skill a child flow run on the pool
+        from flows.skill_flow import in_child_flow_run
+
+        optimize_one = partial(in_child_flow_run, run)
+    elif run.options.fan_out_to:
+        run.notices.append("--fan-out-to: quick mode has no worktrees to hand to workers; the skills ran side by side "
+                           "on this machine instead")
     outcomes, errors = {}, []
     for skill, future in zip(order, _in_threads(run.options.parallel, order, lambda s: optimize_one(children[s], s)),
                              strict=True):

@@ -135,7 +135,8 @@ def _lock_path(options: RunOptions) -> Path:
 def _preflight(options: RunOptions) -> None:
     """The CLI's checks again: a deployment's run reaches the flow without passing through the CLI."""
     preflight(options.skills_dir, options.skills, options.mode, options.approval, options.budget, options.workspace,
-              options.init_git, options.resume, options.llm, options.evaluate_only, options.lock_wait, options.parallel)
+              options.init_git, options.resume, options.llm, options.evaluate_only, options.lock_wait, options.parallel,
+              options.fan_out_to)
 
 
 def _checked_out_branch(skills_dir: Path) -> str | None:
@@ -170,15 +171,18 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
                     max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
                     init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
                     llm: dict[str, Any] | None = None, allow_rename: bool = False,
-                    lock_wait: int = 0, parallel: int = 1) -> dict[str, Any] | State:
+                    lock_wait: int = 0, parallel: int = 1, fan_out_to: str | None = None) -> dict[str, Any] | State:
     """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6).
 
     ``lock_wait``: seconds to queue behind a run that holds the workspace or the git repository (0: refuse).
-    ``parallel``: skills whose rounds run at once, each in its own git worktree (needs approval auto)."""
+    ``parallel``: skills whose rounds run at once, each in its own git worktree (needs approval auto).
+    ``fan_out_to``: a deployment of the optimize-skill flow (e.g. optimize-skill/workers-rounds): each skill's rounds
+    run as a child flow run of it, on whichever worker of its pool takes it; ``parallel`` of them at once."""
     try:
         options = replace(_options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
                                    approval_timeout, llm, allow_rename),
-                          lock_wait=lock_wait, parallel=parallel, start_branch=_checked_out_branch(Path(skills_dir)))
+                          lock_wait=lock_wait, parallel=parallel, fan_out_to=fan_out_to or None,
+                          start_branch=_checked_out_branch(Path(skills_dir)))
         _preflight(options)
     except Refused as err:
         return Failed(message=str(err))  # a refusal, not a crash: one line, no traceback

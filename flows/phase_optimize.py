@@ -32,7 +32,7 @@ def optimize_all(run: Run) -> None:
     with progress(order, run.max_rounds) as display:
         run.display = display  # a checkpoint asked in the terminal pauses it (Run.ask)
         try:
-            if run.options.parallel > 1 and len(order) > 1:
+            if run.options.fan_out_to or (run.options.parallel > 1 and len(order) > 1):
                 _optimize_side_by_side(run, order, display.update)
             else:
                 _optimize_in_order(run, order, display.update)
@@ -46,7 +46,7 @@ def _optimize_in_order(run: Run, order: list[str], update) -> None:
         if run.stopped:
             break
         before = _pre_run_version(run, skill)
-        outcome = _continue_or_start(run, skill, update, ahead)
+        outcome = continue_or_start(run, skill, update, ahead)
         ahead = _next_first_proposal(run, order[index + 1:])
         round_one_stops = _after_skill(run, order, skill, before, outcome, update, round_one_stops)
 
@@ -54,7 +54,7 @@ def _optimize_in_order(run: Run, order: list[str], update) -> None:
 def _optimize_side_by_side(run: Run, order: list[str], update) -> None:
     """The skills' rounds at once (flows/fan_out.py); then, in baseline order, what the serial loop does after each."""
     before = {skill: _pre_run_version(run, skill) for skill in order}
-    outcomes = fan_out(run, order, lambda child, skill: _continue_or_start(child, skill, update))
+    outcomes = fan_out(run, order, lambda child, skill: continue_or_start(child, skill, update))
     round_one_stops = 0
     for skill in order:
         round_one_stops = _after_skill(run, order, skill, before[skill], outcomes[skill], update, round_one_stops)
@@ -105,7 +105,7 @@ def _next_first_proposal(run: Run, rest: list[str]) -> ProposalAhead | None:
     return propose_ahead(run, rest[0], text, run.baselines[rest[0]])
 
 
-def _continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None = None) -> SkillOutcome:
+def continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None = None) -> SkillOutcome:
     if skill not in run.resumed:
         return optimize_skill(run, skill, on_round=update, ahead=ahead)
     before, last_round, stop = run.resumed[skill]

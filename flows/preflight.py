@@ -44,6 +44,27 @@ def check_options(mode: str, approval: str, budget: float, llm: dict[str, Any] |
         raise Refused("never pass the API key as a parameter (it would be stored with the run); set OPENAI_API_KEY")
 
 
+def check_fan_out(fan_out_to: str | None, approval: str, mode: str) -> None:
+    """--fan-out-to needs what its child flow runs need: nobody asked mid-round, a worktree per skill, and a Prefect
+    server whose workers take the runs (an embedded server has no workers)."""
+    if not fan_out_to:
+        return
+    if "/" not in fan_out_to:
+        raise Refused(f"--fan-out-to takes a deployment as FLOW/DEPLOYMENT (e.g. optimize-skill/workers-rounds), "
+                      f"not {fan_out_to!r}; 'prefect deployment ls' lists them")
+    if approval != "auto":
+        raise Refused("--fan-out-to runs the skills' rounds in child flow runs, which nobody answers mid-round: "
+                      "use --approval auto")
+    if mode == "quick":
+        raise Refused("--fan-out-to needs full mode (each skill's rounds run in a git worktree of their own): "
+                      "use --mode full, or --parallel N for quick mode on this machine")
+    from prefect.settings import PREFECT_API_URL
+
+    if not PREFECT_API_URL.value():
+        raise Refused("--fan-out-to needs a Prefect server with workers on the deployment's pool: set PREFECT_API_URL "
+                      "(README, 'Scale out'); on one machine, use --parallel N instead")
+
+
 def find_skills(skills_dir: str, named: tuple[str, ...] | list[str]) -> Scope:
     """The skills to run on, or a refusal: no such directory, no skill in it, or a named skill missing."""
     path = Path(skills_dir)
@@ -132,9 +153,10 @@ def recorded_rows(workspace_root: Path) -> int:
 
 def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, approval: str, budget: float,
               workspace: str | None, init_git: bool, resume: bool, llm: dict[str, Any] | None,
-              evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1) -> Scope:
+              evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1, fan_out_to: str | None = None) -> Scope:
     """Every check a run can fail before it starts, in the order a person would fix them."""
     check_options(mode, approval, budget, llm, parallel)
+    check_fan_out(fan_out_to, approval, mode)
     scope = find_skills(skills_dir, tuple(skills))
     lock = lock_path(scope.skills_dir, workspace)
     if mode == "auto" and not evaluate_only:  # full when the router will not ask a person: check git now, not after

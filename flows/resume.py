@@ -79,6 +79,11 @@ def settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
     from flows.ratchet import inserted_blocks
 
     ratchet = run.editor
+    if isinstance(ratchet, GitRatchet):  # a batch that fanned out to workers: its children may still be going
+        from flows.skill_flow import wait_for_children
+
+        for name in wait_for_children(ratchet.branch):
+            run.notices.append(f"{name}: its child flow run was still going when the batch resumed; waited for it")
     for skill in gather(run):  # a batch killed while skills ran side by side: their kept edits join the branch
         run.notices.append(f"{skill}: its rounds ran in a worktree when the run stopped; merged what it had kept")
     for skill in skills:

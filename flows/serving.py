@@ -1,6 +1,7 @@
 """Deployments, and answering paused runs from code (Prefect 3 has no CLI for it: PrefectHQ/prefect#10767).
 
-``luban serve`` serves ``optimize-skills/batch`` and ``evaluate-skills/evaluate`` so that, with a Prefect server running,
+``luban serve`` serves ``optimize-skills/batch``, ``evaluate-skills/evaluate`` and ``optimize-skill/rounds`` (a
+batch's per-skill child runs, ``--fan-out-to``) so that, with a Prefect server running,
 ``prefect deployment run 'optimize-skills/batch' -p skills_dir=/path`` starts a batch.
 ``luban pending`` lists runs paused at a checkpoint; ``luban approve RUN_ID``
 answers one (``--reject`` and ``--comment`` fill the same form the UI shows).
@@ -14,13 +15,17 @@ from uuid import UUID
 
 def deployments():
     from flows.optimize import evaluate_skills, optimize_skills
+    from flows.skill_flow import optimize_skill_rounds
 
     batch = optimize_skills.to_deployment(name="batch", parameters={"approval": "ui", "mode": "auto"},
                                           description="Optimize a skills directory; checkpoints wait in the Prefect UI.",
                                           tags=["luban"])
     evaluate = evaluate_skills.to_deployment(name="evaluate", description="Phases 0–1 only: score and record baselines.",
                                              tags=["luban"])
-    return batch, evaluate
+    rounds = optimize_skill_rounds.to_deployment(name="rounds", description="One skill's rounds for a batch run with "
+                                                 "--fan-out-to optimize-skill/rounds (started by the batch, not by hand).",
+                                                 tags=["luban"])
+    return batch, evaluate, rounds
 
 
 def serve_forever(limit: int | None = None) -> None:

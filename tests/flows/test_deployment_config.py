@@ -28,8 +28,9 @@ def test_workers_and_serve_deployments_have_different_names_and_the_same_flows()
 
     from_yaml = {(flow_name(d["entrypoint"]), d["name"]) for d in prefect_yaml()["deployments"]}
     served = {(d.flow_name, d.name) for d in deployments()}
-    assert served == {("optimize-skills", "batch"), ("evaluate-skills", "evaluate")}
-    assert from_yaml == {("optimize-skills", "workers-batch"), ("evaluate-skills", "workers-evaluate")}
+    assert served == {("optimize-skills", "batch"), ("evaluate-skills", "evaluate"), ("optimize-skill", "rounds")}
+    assert from_yaml == {("optimize-skills", "workers-batch"), ("evaluate-skills", "workers-evaluate"),
+                         ("optimize-skill", "workers-rounds")}
     assert not from_yaml & served  # `luban serve` can never overwrite what `prefect deploy --all` made
 
 
