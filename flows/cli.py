@@ -354,13 +354,20 @@ def serve(limit: int | None = typer.Option(None, "--limit", help="Most runs at o
 
 @app.command("setup-server")
 def setup_server(heartbeat: int = typer.Option(60, "--heartbeat", min=31, help="The workers' "
-                                               "PREFECT_FLOWS_HEARTBEAT_FREQUENCY in seconds (prefect.yaml sets 60).")) -> None:
-    """Once per shared Prefect server: the automation that marks a lost machine's runs Crashed (needs PREFECT_API_URL)."""
+                                               "PREFECT_FLOWS_HEARTBEAT_FREQUENCY in seconds (prefect.yaml sets 60)."),
+                 llm_limit: int | None = typer.Option(None, "--llm-limit", min=1, help="LLM calls in flight at once "
+                                                      "across all workers (global concurrency limit luban-llm)."),
+                 llm_rate: float | None = typer.Option(None, "--llm-rate", min=0.01, help="LLM calls per second across "
+                                                       "all workers (global concurrency limit luban-llm-rate).")) -> None:
+    """Once per shared Prefect server: the automation that marks a lost machine's runs Crashed, and the limits on LLM
+    calls all workers share (needs PREFECT_API_URL)."""
     prefect_defaults()
-    from flows.cluster import ZOMBIE_AUTOMATION, ensure_zombie_automation
+    from flows.cluster import ZOMBIE_AUTOMATION, ensure_llm_limits, ensure_zombie_automation
 
     automation_id, created = ensure_zombie_automation(heartbeat)
     typer.echo(f"{'created' if created else 'already there'}: automation '{ZOMBIE_AUTOMATION}' ({automation_id})")
+    for line in ensure_llm_limits(llm_limit, llm_rate):
+        typer.echo(f"limit {line}")
 
 
 @app.command()

@@ -1,4 +1,5 @@
-"""What a shared Prefect server needs once, for workers on several machines: zombie runs marked Crashed.
+"""What a shared Prefect server needs once, for workers on several machines: zombie runs marked Crashed, and
+the limits on LLM calls that all workers share (``ensure_llm_limits``).
 
 A worker's machine that dies leaves its flow run ``Running`` for good. With
 ``PREFECT_FLOWS_HEARTBEAT_FREQUENCY`` set in the workers' environment
@@ -55,3 +56,21 @@ def ensure_zombie_automation(heartbeat_seconds: int = HEARTBEAT_SECONDS) -> tupl
         return str(found.id), False  # type: ignore[attr-defined]
     created = zombie_automation(heartbeat_seconds).create()
     return str(created.id), True
+
+
+def ensure_llm_limits(concurrent: int | None, per_second: float | None) -> list[str]:
+    """The server's limits on LLM calls across all workers (flows/cluster_limits.py), created or resized; what was set.
+    Workers take them when their environment (or the run's settings) names them: LUBAN_LLM_LIMIT, LUBAN_LLM_RATE_LIMIT."""
+    from prefect.client.orchestration import get_client
+
+    from flows.cluster_limits import LLM_LIMIT, LLM_RATE_LIMIT
+
+    done = []
+    with get_client(sync_client=True) as client:
+        if concurrent is not None:
+            client.upsert_global_concurrency_limit_by_name(LLM_LIMIT, concurrent)
+            done.append(f"{LLM_LIMIT}: at most {concurrent} LLM calls at once (LUBAN_LLM_LIMIT={LLM_LIMIT})")
+        if per_second is not None:  # a burst of one second's calls, refilled at that rate
+            client.upsert_global_concurrency_limit_by_name(LLM_RATE_LIMIT, max(1, round(per_second)), per_second)
+            done.append(f"{LLM_RATE_LIMIT}: {per_second:g} LLM calls per second (LUBAN_LLM_RATE_LIMIT={LLM_RATE_LIMIT})")
+    return done

@@ -98,10 +98,15 @@ class Run:
     inserted: dict[str, str] = field(default_factory=dict)  # a kept edit's inserted block (normalized) → its skill
     policy: KeepPolicy = field(default_factory=KeepPolicy)
     repository_lock: WorkspaceLock | None = None  # full mode: held from before the branch is made to the run's end
+    budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/cluster_limits.py)
 
     def release(self) -> None:
         if self.repository_lock is not None:
             self.repository_lock.release()
+        if self.budget_id is not None:
+            from flows.cluster_limits import close_batch_budget
+
+            close_batch_budget(self.budget_id)
 
     def incumbent(self, skill: str) -> Measured:
         """The kept text's samples so far (they accumulate across rounds: it is re-measured every round)."""

@@ -55,7 +55,8 @@ def settings_fingerprint(run: Run) -> dict:
     if settings is None:
         return {"backend": "offline"}
     return {k: v for k, v in settings.describe().items() if k not in ("api_key", "max_llm_calls", "max_tokens",
-                                                                    "max_concurrency", "timeout_seconds", "max_retries")}
+                                                                    "max_concurrency", "timeout_seconds", "max_retries",
+                                                                    "llm_limit", "llm_rate_limit")}
 
 
 def text_id(text: str) -> str:

@@ -9,6 +9,7 @@ flows; otherwise it is a task (see ``Phase``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,16 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 from pydantic import BaseModel, PrivateAttr
 
-from flows import phase_init, phase_optimize, phase_report
+from flows import held_out_gate, phase_init, phase_optimize, phase_report
 from flows.checkpoints import Approval
 from flows.context import Run, RunOptions
 from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.preflight import Refused, check_options, lock_path, preflight
+from flows.server_lock import workspace_held
 from judges.llm import BudgetExhausted
 from workspace import run_marker
 from workspace.git_ratchet import GitStateError
-from workspace.lock import WorkspaceLock, WorkspaceLocked, queue_for
+from workspace.lock import WorkspaceLocked
 
 
 class RunRef(BaseModel):
@@ -107,7 +109,7 @@ def phase_2(ref: RunRef) -> None:
 
 @phase("phase-3-held-out-gate")
 def phase_3(ref: RunRef) -> None:
-    phase_optimize.held_out_gate(ref._run)
+    held_out_gate.held_out_gate(ref._run)
 
 
 @task(name="phase-5-report", cache_policy=NO_CACHE)
@@ -186,11 +188,12 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         _preflight(options)
     except Refused as err:
         return Failed(message=str(err))  # a refusal, not a crash: one line, no traceback
+    held = ExitStack()  # entered here: a refusal is a Failed state, not an error raised inside the `with`
     try:
-        lock = queue_for(WorkspaceLock(_lock_path(options)), options.lock_wait)
+        lock = held.enter_context(workspace_held(_lock_path(options), options.lock_wait, root_flow_run_id()))
     except WorkspaceLocked as err:
         return Failed(message=str(err))
-    with lock, run_heartbeats():
+    with held, run_heartbeats():
         if lock.warning():
             get_run_logger().warning(lock.warning())
         run = phase_0(approval, options, root_flow_run_id())
@@ -222,7 +225,12 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         _preflight(options)
     except Refused as err:
         return Failed(message=str(err))
-    with WorkspaceLock(_lock_path(options)), run_heartbeats():
+    held = ExitStack()
+    try:
+        held.enter_context(workspace_held(_lock_path(options), 0, root_flow_run_id()))
+    except WorkspaceLocked as err:
+        return Failed(message=str(err))
+    with held, run_heartbeats():
         run = phase_0(approval, options, root_flow_run_id())
         if isinstance(run, Refusal):
             return Failed(message=run.message)

@@ -11,6 +11,7 @@ from prefect import get_run_logger
 
 from flows import resume
 from flows.checkpoints import checkpoint
+from flows.cluster_limits import BatchBudget, llm_gate, open_batch_budget
 from flows.context import Run, RunOptions
 from flows.events import emit
 from flows.fan_out import side_by_side
@@ -92,13 +93,15 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
             ratchet, run_dir, manifest, undone = resume.resume_ratchet(workspace, skills)
         else:
             ratchet, run_dir, manifest = _start_ratchet(options, workspace, skills, now)
-        backend = make_backend(settings, workspace.root / "cache" / "baseline")
+        budget_id = flow_run_id if options.fan_out_to and settings.backend != "offline" else None
+        backend = make_backend(settings, workspace.root / "cache" / "baseline", shared_budget(settings, budget_id),
+                               llm_gate(settings))
     except BaseException:
         if held is not None:
             held.release()
         raise
     run = Run(options, workspace, mode, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, manifest,  # type: ignore[arg-type]
-              flow_run_id=flow_run_id, repository_lock=held)
+              flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
     run.notices += reasons
     if marker:
         run.notices.append(f"flow run {flow_run_id} executed again after its checkpoint {marker.get('checkpoint')} was "
@@ -128,6 +131,15 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
     _alerts(run)
     logger.info("Phase 0: %s mode, %d skill(s) (%s), backend %s", mode, len(run.skills), ", ".join(run.skills), backend.name)
     return run
+
+
+def shared_budget(settings, budget_id: str | None):
+    """A batch that fans out counts its calls against one budget on the Prefect server (flows/cluster_limits.py);
+    any other run, in its own process (None: the client's own)."""
+    if budget_id is None:
+        return None
+    open_batch_budget(settings, budget_id)
+    return BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id)
 
 
 def appended(existing: list, designed: list) -> list:

@@ -1,28 +1,20 @@
-"""Phase 2 (the ratchet over skills), 2.5 (exploratory rewrite) and 3 (the held-out gate, Steps A–D)."""
+"""Phase 2 (the ratchet over skills) and 2.5 (exploratory rewrite); Phase 3 is flows/held_out_gate.py."""
 
 from __future__ import annotations
 
 import difflib
 
-from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact
 
 from flows import measure, tasks
 from flows.context import Run, SkillOutcome
-from flows.events import emit
-from flows.fan_out import fan_out, side_by_side
+from flows.fan_out import fan_out
 from flows.progress import NO_DISPLAY, progress
-from flows.ratchet import ProposalAhead, freeze, kept_edits, optimize_skill, propose_ahead, reject
+from flows.ratchet import ProposalAhead, optimize_skill, propose_ahead
 from flows.trial import Outcome, try_edit
-from scoring.formula import round1
-from scoring.keep_decision import compare_means
 from scoring.model import DIM_NAMES
-from workspace import meta_learnings
-from workspace import profile as profile_store
 from workspace.atomic import atomic_write
-from workspace.governance_records import now_iso
 from workspace.manifest import save_round_backup
-from workspace.rejected_edits import RejectReason
 from workspace.results_tsv import Status, Stop
 
 
@@ -201,148 +193,3 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
     tasks.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
                      dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
                      text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
-
-
-def held_out_gate(run: Run) -> None:
-    """Phase 3 (full mode): the held-out prompts, and the design's Steps A–D when they decline beyond noise.
-
-    Each version's held-out score is the mean of several graded calls, and a
-    decline counts only when the one-sided 95 % upper bound of the difference
-    is below 0, read against the held-out grades' pooled noise — the same rule
-    as the keep decision's veto, not one graded call against another.
-    """
-    if run.mode != "full":
-        return
-    step_b_streak = 0
-    graded = _graded_side_by_side(run) if run.options.parallel > 1 else {}
-    for skill, outcome in list(run.outcomes.items()):
-        base, now = graded.get(skill) or _graded(run, skill)
-        held_delta = _decline(run, skill, base, now)
-        if base and now:
-            run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
-                               f"now ({len(base)} and {len(now)} graded call(s)): "
-                               f"{'declined beyond noise' if held_delta is not None else 'no decline beyond noise'}")
-        if held_delta is None:
-            step_b_streak = 0
-            continue
-        main_delta = round1(outcome.after - outcome.before)
-        outcome.held_out_fail = True
-        step_b = main_delta > 0
-        step_b_streak = step_b_streak + 1 if step_b else 0
-        if step_b:
-            _step_b(run, skill, outcome, base)
-        else:
-            _step_c(run, skill, main_delta, held_delta)
-        _step_d(run, skill, main_delta, held_delta, step_b_streak)
-
-
-def _graded(run: Run, skill: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """The held-out grades of the skill's baseline and of its version now."""
-    return _baseline_held_out(run, skill), measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
-
-
-def _graded_side_by_side(run: Run) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
-    """--parallel: every skill graded at once before the gate decides, in order, skill by skill. Each decision then
-    reads the held-out noise pooled over all skills' grades, where the serial gate reads the grades so far."""
-    skills = list(run.outcomes)
-    return dict(zip(skills, side_by_side(run, skills, lambda skill: _graded(run, skill)), strict=True))
-
-
-def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
-    """The baseline version's held-out grades this run. After --resume, the saved baseline graded again, as the run
-    that stopped had graded it (its row keeps only a rounded mean, and a gate read against a rounded value can
-    see a decline the uninterrupted run would not); the recorded mean only when the saved version is gone."""
-    saved = run.run_dir / skill / "baseline.md"
-    samples = run.ledger.held_out.get((skill, measure.text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
-    if not samples and saved.exists() and skill in run.resumed:
-        samples = measure.held_out(run, skill, saved.read_text(encoding="utf-8"))
-    if samples:
-        return samples
-    row = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.BASELINE), None)
-    return (row.held_out_score,) if row is not None and row.held_out_score is not None else ()
-
-
-def _decline(run: Run, skill: str, base: tuple[float, ...], now: tuple[float, ...]) -> float | None:
-    """The held-out Δ (one decimal) when it declined beyond noise; None when it did not, or cannot be told."""
-    if not base or not now:
-        return None
-    delta, upper = compare_means(base, now, measure.held_out_noise(run))
-    if upper is None:
-        run.notices.append(f"{skill}: held-out Δ {delta:+.2f} on too few graded calls to know their noise; not read as a decline")
-        return None
-    if upper >= 0:
-        return None
-    get_run_logger().warning("%s: held-out declined beyond noise (Δ %+.2f, upper bound %+.2f; %d vs %d graded calls)",
-                             skill, delta, upper, len(now), len(base))
-    return round1(delta)
-
-
-def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...]) -> None:
-    """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, allow one limited round, measure again."""
-    last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.KEEP), None)
-    kept = kept_edits(run.editor.history(), skill)  # type: ignore[union-attr]  # the gate runs in full mode: git
-    if last_keep is None or not kept:
-        return
-    run.editor.rollback_to_previous_keep(skill)  # type: ignore[union-attr]
-    undone = kept[-1]  # the very edit: never proposed again (a rewrite has no edit to remember)
-    digest = reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED) if undone is not None else ""
-    emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
-                                   "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
-    _tighten(run, skill, 0.05, "held-out overfitting (Step B)", scope="skill")
-    restored = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    run.best[skill] = measure.baseline(run, skill, restored)  # measured afresh: its older samples were this run's too
-    tasks.record_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
-                     measured=run.incumbent(skill), dim=last_keep.dim_changed,
-                     facts={"held_out_fail": "true", "step": "B", "sha256": digest, "reason": RejectReason.HELD_OUT_DEGRADED},
-                     text="held-out declined while main rose: rolled back the last kept edit")
-    retry = optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill))
-    again = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
-    outcome.after = retry.after
-    held_delta = _decline(run, skill, base, again)
-    if held_delta is not None:
-        _step_c(run, skill, round1(outcome.after - outcome.before), held_delta, double=True)
-
-
-def _step_c(run: Run, skill: str, main_delta: float, held_delta: float, double: bool = False) -> None:
-    """Systemic decline: suggest a rewrite, wait at most 300 s, then keep the current version and flag it."""
-    answer = run.ask(f"held-out-{skill}", f"{skill}: held-out and main both declined (main {main_delta:+.1f}, "
-                     f"held-out {held_delta:+.1f}); rewrite it (Phase 2.5)?",
-                     default_approve=False, timeout=min(300, run.options.approval_timeout))
-    flag = "held_out_double_fail" if double else "held_out_fail"
-    run.notices.append(f"{skill}: {flag}; kept the current version (rewrite {'approved' if answer.approved else 'not approved'})")
-
-    def queue(meta: meta_learnings.MetaLearnings) -> None:
-        meta.add("L1 待处理队列", now_iso()[:10], f"{skill}: {flag}", {"main_delta": f"{main_delta:+.1f}",
-                 "held_out_delta": f"{held_delta:+.1f}", "state": "awaiting review"})
-
-    meta_learnings.update(run.workspace.meta_learnings, queue, created=now_iso())
-
-
-def _step_d(run: Run, skill: str, main_delta: float, held_delta: float, step_b_streak: int) -> None:
-    if main_delta >= 8 and held_delta <= -3:
-        _tighten(run, skill, 0.05, "strong overfitting (Step D)", scope="global")
-    if main_delta >= 5 and held_delta <= -5:
-        freeze(run, skill, "extreme overfitting (Step D): frozen for 5 rounds", rounds=5)
-        last = run.buffers[skill].entries[-1] if run.buffers[skill].entries else None
-        if last is not None:
-            run.buffers[skill] = run.buffers[skill].with_status(last.number, "permanent_block")
-            from workspace.rejected_edits import save
-
-            save(run.workspace.rejected_edits(skill), run.buffers[skill])
-    if step_b_streak >= 2:
-        _tighten(run, skill, 0.05, "two skills in a row overfitted (Step B twice)", scope="global")
-
-
-def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> None:
-    previous = run.profile.edit_budget if scope == "global" else run.profile.budget_for(skill)
-
-    def change(p: profile_store.LubanProfile) -> None:
-        if scope == "global":
-            p.edit_budget = min(p.edit_budget, budget)
-        else:
-            p.skill_edit_budget[skill] = budget
-
-    run.profile = profile_store.update(run.workspace.profile, change)
-    emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
-                                         "previous_budget_percent": previous * 100, "scope": scope})
-    run.notices.append(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")

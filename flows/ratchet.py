@@ -28,8 +28,6 @@ from scoring.edit_guards import adds_words, inserted_block
 from scoring.edits import Edit
 from workspace.git_ratchet import LubanCommit
 from workspace.manifest import save_round_backup
-from workspace.pending_keep import PendingKeep
-from workspace.pending_keep import clear as clear_pending
 from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.rejected_edits import save as save_rejected
 from workspace.results_tsv import Status, Stop, now_stamp
@@ -109,13 +107,13 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
         facts["sha256"], facts["reason"] = edit_sha256(edit.old, edit.new), trial.reason
     row = tasks.build_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
                           text=f"{trial.why}; {edit.describe()}", edit_pct=proposal.edit_pct)
-    tsv = run.workspace.results_tsv(skill)
-    if trial.outcome is Outcome.REJECT:  # the row waits as pending until the rejection is on disk (pending_keep)
-        PendingKeep(row, rejected_sha256=str(facts["sha256"])).save(tsv)
-        reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
-    run.editor.rollback(skill)
-    run.repaired(skill, tasks.append_row(tsv, row))
-    clear_pending(tsv)
+
+    def reject_and_roll_back() -> None:
+        if trial.outcome is Outcome.REJECT:  # first: a kill after it can never let the edit be tried again
+            reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
+        run.editor.rollback(skill)
+
+    tasks.recorded_step(run, skill, row, reject_and_roll_back, rejected_sha256=str(facts.get("sha256", "")))
     if trial.outcome is Outcome.REJECT:
         emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
                                        "to_version": run.commit() or "kept", "reason": trial.reason})

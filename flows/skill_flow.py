@@ -27,8 +27,10 @@ from typing import Any, cast
 
 from prefect import flow
 
+from flows.cluster_limits import BatchBudget, llm_gate
 from flows.context import Run, RunOptions, SkillOutcome
-from flows.measure import Ledger
+from flows.measure import Ledger, settings_fingerprint
+from judges.llm import BudgetExhausted
 from scoring.samples import Measured
 from workspace.atomic import atomic_write
 
@@ -38,23 +40,41 @@ SKILL_FLOW = "optimize-skill"
 @flow(name=SKILL_FLOW, log_prints=True, validate_parameters=False)
 def optimize_skill_rounds(skill: str, worktree: str, branch: str, original: str, workspace: str, mode: str,
                           run_dir: str, options: dict[str, Any], batch_run_id: str | None, hand_back: str,
-                          mode_quality: str = "normal", preferred_dims: list[str] | None = None) -> dict[str, Any]:
+                          mode_quality: str = "normal", preferred_dims: list[str] | None = None,
+                          budget_id: str | None = None, models: dict[str, Any] | None = None) -> dict[str, Any]:
     """A batch's rounds for one skill, in the worktree the batch forked for it (a child flow run of the batch).
 
     ``worktree`` is the skills directory inside the skill's worktree; ``original`` the commit the batch started
-    from (the kept edits since then are read from git); ``hand_back`` where the outcome record goes."""
+    from (the kept edits since then are read from git); ``hand_back`` where the outcome record goes; ``budget_id``
+    the batch's shared LLM budget on the server (flows/cluster_limits.py), when it has one; ``models`` the batch's
+    model settings (never the key), which the worker's own must match."""
     from flows.phase_optimize import continue_or_start
 
     run = skill_run(skill, worktree, branch, original, workspace, mode, run_dir, options, batch_run_id, mode_quality,
-                    preferred_dims or [])
-    outcome = continue_or_start(run, skill, lambda *_: None)
-    record = hand_back_record(run, skill, outcome)
+                    preferred_dims or [], budget_id)
+    check_same_models(run, models)
+    try:
+        record = hand_back_record(run, skill, continue_or_start(run, skill, lambda *_: None))
+    except BudgetExhausted as err:  # the batch's budget is spent: the batch stops as a serial one would, records kept
+        record = hand_back_record(run, skill, None) | {"budget": str(err)}
     atomic_write(Path(hand_back), json.dumps(record, ensure_ascii=False, sort_keys=True))
-    return record["outcome"]
+    return {"outcome": record["outcome"], "budget": record.get("budget")}
+
+
+def check_same_models(run: Run, models: dict[str, Any] | None) -> None:
+    """A worker resolves its model settings from its own environment (the key never travels as a parameter): one
+    set up differently from the batch would score this skill with other judges, or offline, and say nothing."""
+    mine = settings_fingerprint(run)
+    if models is not None and json.loads(json.dumps(models)) != json.loads(json.dumps(mine)):
+        differ = sorted(k for k in set(models) | set(mine) if models.get(k) != mine.get(k))
+        raise RuntimeError(f"this worker's model settings differ from the batch's in {', '.join(differ)} "
+                           f"(batch: {', '.join(f'{k}={models.get(k)}' for k in differ)}); set the same OPENAI_BASE_URL, "
+                           "OPENAI_API_KEY and LUBAN_* variables in every worker's environment, then --resume the batch")
 
 
 def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_root: str, mode: str, run_dir: str,
-              options: dict[str, Any], batch_run_id: str | None, mode_quality: str, preferred_dims: list[str]) -> Run:
+              options: dict[str, Any], batch_run_id: str | None, mode_quality: str, preferred_dims: list[str],
+              budget_id: str | None = None) -> Run:
     """The skill's part of the batch's run, rebuilt from what is on disk: the same function a resume uses."""
     from flows.phase_init import recorded_progress
     from flows.ratchet import inserted_blocks
@@ -69,7 +89,8 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     layout = Workspace(Path(worktree), Path(workspace_root), mode)  # type: ignore[arg-type]
     ratchet = GitRatchet(layout, open_repository(Path(worktree)), branch, original, [skill])
     settings = resolve(settings_of.llm, os.environ, Path(settings_of.skills_dir) / "luban.toml")
-    backend = make_backend(settings, layout.root / "cache" / "baseline")
+    usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
+    backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
     run = Run(settings_of, layout, mode, ratchet, backend, profile_store.load(layout.profile), Path(run_dir),  # type: ignore[arg-type]
               datetime.now(UTC), skills=[skill], flow_run_id=batch_run_id, mode_quality=mode_quality,
               preferred_dims=frozenset(preferred_dims))
@@ -96,10 +117,12 @@ def measure_incumbent(run: Run, skill: str, progress: tuple) -> None:
     run.resumed[skill] = progress
 
 
-def hand_back_record(run: Run, skill: str, outcome: SkillOutcome) -> dict[str, Any]:
-    """What the batch needs back from a child: the outcome, a run-wide stop, notices, the skill's samples (the held-out
-    gate and the skill's summary read them) and the blocks its kept edits inserted (the boilerplate rule)."""
-    return {"outcome": asdict(outcome) | {"stop": outcome.stop.value}, "stopped": run.stopped, "notices": run.notices,
+def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict[str, Any]:
+    """What the batch needs back from a child: the outcome (None: the budget ran out mid-skill), a run-wide stop,
+    notices, the skill's samples (the held-out gate and the skill's summary read them) and the blocks its kept edits
+    inserted (the boilerplate rule)."""
+    done = asdict(outcome) | {"stop": outcome.stop.value} if outcome is not None else None
+    return {"outcome": done, "stopped": run.stopped, "notices": run.notices,
             "inserted": sorted(block for block, owner in run.inserted.items() if owner == skill)
             } | ledger_record(run.ledger, skill)
 
@@ -121,6 +144,8 @@ def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
         run.inserted.setdefault(block, skill)
     run.notices.extend(record["notices"])
     run.stopped = run.stopped or record["stopped"]
+    if record.get("budget"):
+        raise BudgetExhausted(record["budget"])  # raised once every skill's work is merged (flows/fan_out.py)
     fields = dict(record["outcome"])
     return SkillOutcome(**{**fields, "stop": Stop(fields["stop"])})
 
@@ -166,7 +191,8 @@ def in_child_flow_run(batch: Run, child: Run, skill: str) -> SkillOutcome:
                   "original": batch.ratchet.original, "workspace": str(batch.workspace.root), "mode": batch.mode,
                   "run_dir": str(batch.run_dir), "options": asdict(batch.options) | {"skills": list(batch.options.skills)},
                   "batch_run_id": batch.flow_run_id, "hand_back": str(hand_back), "mode_quality": batch.mode_quality,
-                  "preferred_dims": sorted(batch.preferred_dims)}
+                  "preferred_dims": sorted(batch.preferred_dims), "budget_id": batch.budget_id,
+                  "models": settings_fingerprint(batch)}
     key = f"luban:{batch.flow_run_id}:{skill}:{child.ratchet.head_sha()}"
     deployment = str(batch.options.fan_out_to)
     # run_deployment is sync-compatible: called from sync code it returns the FlowRun itself, not a coroutine

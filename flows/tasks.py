@@ -9,6 +9,7 @@ gets its own answers back, and nothing else ever shares them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,16 +94,26 @@ def build_row(run, skill: str, round_no: int, status: Status, source: Trial | Ev
 
 
 def keep_and_record(run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None, **fields) -> ResultRow:
-    """Keep the edit in place and write its row, as one step a kill cannot split: the row is saved as pending
-    first, and a resume completes it when the keep happened (``workspace.pending_keep``)."""
+    """Keep the edit in place and write its row, as one step a kill cannot split (``recorded_step``)."""
+    from workspace.pending_keep import text_sha
+
+    row = build_row(run, skill, round_no, Status.KEEP, trial, **fields)
+    return recorded_step(run, skill, row, lambda: run.editor.keep(skill, trial.gain, fields.get("dim", ""), edit),
+                         kept_sha256=text_sha(run.workspace.skill_file(skill).read_bytes()))
+
+
+def recorded_step(run, skill: str, row: ResultRow, effect: Callable[[], object], kept_sha256: str = "",
+                  rejected_sha256: str = "") -> ResultRow:
+    """A decision's effect and its row as one step a kill cannot split: the row is saved as pending with what proves
+    the effect happened (the text kept, or the edit rejected), then the effect, then the row with the commit the
+    effect made; a resume completes or drops the pending row from that proof (``workspace.pending_keep``)."""
     from dataclasses import replace
 
-    from workspace.pending_keep import PendingKeep, clear, text_sha
+    from workspace.pending_keep import PendingKeep, clear
 
     tsv = run.workspace.results_tsv(skill)
-    row = build_row(run, skill, round_no, Status.KEEP, trial, **fields)
-    PendingKeep(row, text_sha(run.workspace.skill_file(skill).read_bytes())).save(tsv)
-    run.editor.keep(skill, trial.gain, fields.get("dim", ""), edit)
+    PendingKeep(row, kept_sha256, rejected_sha256).save(tsv)
+    effect()
     row = replace(row, commit=run.commit())
     run.repaired(skill, append_row(tsv, row))
     clear(tsv)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -251,7 +252,9 @@ class OnlineBackend:
         return held_out_score(self.client, self.settings, self.cache, _text(text), files, prompts)
 
 
-def make_backend(settings: Settings, cache_dir: Path) -> Backend:
+def make_backend(settings: Settings, cache_dir: Path, usage: Usage | None = None,
+                 gate: Callable[[], AbstractContextManager[object]] | None = None) -> Backend:
+    """The offline stand-ins, or the model behind ``settings``; ``usage`` and ``gate`` as ``LLMClient`` takes them."""
     if settings.backend == "offline":
         return OfflineBackend()
-    return OnlineBackend(settings, BaselineCache(cache_dir))
+    return OnlineBackend(settings, BaselineCache(cache_dir), LLMClient(settings, usage, gate))

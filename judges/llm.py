@@ -15,6 +15,8 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,12 +104,16 @@ def _count_by(records: list[CallRecord]) -> dict[str, int]:
 class LLMClient:
     """Chat completions against any OpenAI-compatible server."""
 
-    def __init__(self, settings: Settings, usage: Usage | None = None):
+    def __init__(self, settings: Settings, usage: Usage | None = None,
+                 gate: Callable[[], AbstractContextManager[object]] | None = None):
+        """``usage``: the budget calls are counted against (one per run unless a batch shares one across its
+        processes); ``gate``: a slot every call holds besides this process's own, e.g. a cluster-wide limit."""
         from openai import OpenAI  # heavy: imported only when a model is really used
 
         self.settings = settings
         self.usage = usage or Usage(settings.max_llm_calls, settings.max_tokens)
         self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        self._gate = gate or nullcontext
         self._schema_ok = settings.structured_output != "off"
         self._client = OpenAI(
             api_key=settings.api_key.reveal() or "not-needed",  # local servers accept any key
@@ -124,7 +130,7 @@ class LLMClient:
              temperature: float = 0.0) -> Reply:
         """One completion. Raises LLMError (never returns a half reply)."""
         self.usage.reserve()
-        with self._slots:
+        with self._slots, self._gate():
             started = time.monotonic()
             try:
                 response = self._create(model, messages, schema, temperature)

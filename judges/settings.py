@@ -27,6 +27,8 @@ ENV_NAMES: dict[str, str] = {
     "timeout_seconds": "LUBAN_TIMEOUT_SECONDS",
     "max_retries": "LUBAN_MAX_RETRIES",
     "structured_output": "LUBAN_STRUCTURED_OUTPUT",
+    "llm_limit": "LUBAN_LLM_LIMIT",
+    "llm_rate_limit": "LUBAN_LLM_RATE_LIMIT",
 }
 
 
@@ -77,6 +79,8 @@ class Settings:
     timeout_seconds: float = 60.0
     max_retries: int = 4
     structured_output: Literal["auto", "on", "off"] = "auto"
+    llm_limit: str | None = None  # a Prefect global concurrency limit every call takes a slot of (all workers)
+    llm_rate_limit: str | None = None  # a Prefect global concurrency limit with slot decay: calls per second, all workers
     sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from), for `luban config`
 
     @property

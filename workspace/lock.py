@@ -60,6 +60,18 @@ class WorkspaceLock:
         self.handle = handle
         return self
 
+    def note(self, **details: object) -> None:
+        """Add to what the held lock file says about its holder (e.g. the lease it holds on a Prefect server)."""
+        if self.handle is None:
+            raise RuntimeError(f"{self.path}: not held; acquire it first")
+        handle = self.handle
+        current = _read(self.path)
+        handle.seek(0)  # type: ignore[attr-defined]
+        handle.truncate()  # type: ignore[attr-defined]
+        handle.write(json.dumps({**current, **details}))  # type: ignore[attr-defined]
+        handle.flush()  # type: ignore[attr-defined]
+        os.fsync(handle.fileno())  # type: ignore[attr-defined]
+
     def warning(self) -> str | None:
         if not self.took_over_from:
             return None

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.flows.prefect_server import BIN, api, cli, stop
+from tests.flows.prefect_server import BIN, api, cli, stop, wait_for
 from tests.reliability.crash import child_env, optimize_args, run_child
 from tests.reliability.test_resume_equivalence import explain, make_batch, outcome
 
@@ -49,7 +49,7 @@ def test_a_batch_fans_out_over_two_workers_and_ends_as_the_serial_batch_even_kil
         fanned = run_child(optimize_args(skills, "--workspace", str(workspace), *fan_out), env, timeout=600)
         assert fanned.returncode == 0, fanned.stderr[-3000:]
         children = api(env, "/flow_runs/filter", {"flows": {"name": {"any_": ["optimize-skill"]}}})
-        took = {name: (home / f"worker-{name}.log").read_text(errors="replace").count("submitting flow run")
+        took = {name: (home / f"worker-{name}.log").read_text(errors="replace").count("submitted to infrastructure")
                 for name in ("worker-a", "worker-b")}
 
         # The batch killed after three skills came back, the others' child runs still going: --resume cancels them,
@@ -110,3 +110,55 @@ def test_a_childs_samples_come_back_whole_and_replace_only_its_skills():
     assert {k: v for k, v in batch.held_out.items() if k[0] == "alpha"} == {k: v for k, v in child.held_out.items() if k[0] == "alpha"}
     assert {k: v for k, v in batch.taken.items() if k[1] == "alpha"} == {k: v for k, v in child.taken.items() if k[1] == "alpha"}
     assert batch.of("beta", "kept text").samples("dim2") == (7.5, 7.0)  # the other skill's samples stay the batch's
+
+
+def test_an_online_batch_fanned_out_through_luban_serve_spends_one_budget(prefect_server: dict, tmp_path: Path):
+    """`luban serve`'s optimize-skill/rounds, a loopback model, and a call budget too small for the batch: the batch and
+    its children draw on one budget kept by the server, so the model sees at most that many calls in all."""
+    from tests.support.openai_server import ScriptedOpenAI
+    from tests.support.scripted_llm import LubanResponder
+
+    budget = 190
+    server = ScriptedOpenAI()
+    server.responder = LubanResponder()
+    with server:
+        env = dict(prefect_server, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-luban-fan-out-0001",
+                   LUBAN_JUDGE_MODEL="judge-a", LUBAN_TARGET_MODEL="target-m", LUBAN_EDITOR_MODEL="editor-e",
+                   LUBAN_MAX_RETRIES="0", LUBAN_MAX_LLM_CALLS=str(budget), PREFECT_LOGGING_LEVEL="WARNING")
+        log = open(Path(prefect_server["PREFECT_HOME"]) / "serve-online.log", "w")  # noqa: SIM115 - serve writes to it
+        serve = subprocess.Popen([str(BIN / "luban"), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: "optimize-skill/rounds" in cli(env, str(BIN / "prefect"), "deployment", "ls").stdout, 90,
+                     "luban serve to register optimize-skill/rounds")
+            skills, workspace = small_batch(tmp_path)
+            result = run_child(optimize_args(skills, "--workspace", str(workspace), "--parallel", "3", "--max-rounds", "2",
+                                             "--fan-out-to", "optimize-skill/rounds"), env, keep_openai=True, timeout=600)
+        finally:
+            stop(serve)
+            log.close()
+        calls = len(server.chat_requests())
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    assert summary["stopped"] and summary["stopped"].startswith("budget"), summary["stopped"]
+    assert "across all of its processes" in summary["stopped"]  # a child found the batch's budget spent
+    assert calls <= budget, calls
+    children = api(env, "/flow_runs/filter", {"flows": {"name": {"any_": ["optimize-skill"]}}})
+    assert children, "the rounds ran as child flow runs"
+    left = [limit["name"] for limit in api(env, "/v2/concurrency_limits/filter", {})]
+    assert not [name for name in left if name.startswith(("luban-calls-", "luban-tokens-"))], left  # gone with the batch
+
+
+def small_batch(root: Path) -> tuple[Path, Path]:
+    """Three of the shipped examples in a fresh repository: enough for children to share a budget, cheap online."""
+    import shutil
+
+    import git
+
+    skills = root / "skills"
+    for name in ("pr-review", "weekly-report-zh", "db-migration"):
+        shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
+    repo = git.Repo.init(skills)
+    repo.git.add(A=True)
+    repo.git.commit("-m", "skills", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                                         "GIT_COMMITTER_EMAIL": "t@t"})
+    return skills, root / "luban-workspace"

@@ -138,11 +138,23 @@ def test_the_killed_runs_marker_is_closed_by_the_run_that_follows(tmp_path: Path
     assert killed.returncode == -signal.SIGKILL
     (marker,) = (workspace / "runs").glob("*.json")
     assert run_marker.load(workspace, marker.stem)["state"] == "running"  # what a kill leaves
-    resume_to_the_end(skills, workspace, env)
+    assert workspace_slots_taken(workspace) == 1  # and its lease on the server, which has not lapsed
+    resume_to_the_end(skills, workspace, env)  # not refused: the freed flock on this host proves the holder gone
+    assert workspace_slots_taken(workspace) == 0
     closed = run_marker.load(workspace, marker.stem)
     assert closed["state"] == "stopped" and "killed" in closed["stopped_why"]
     states = sorted(run_marker.load(workspace, p.stem)["state"] for p in (workspace / "runs").glob("*.json"))
     assert states == ["finished", "stopped"]
+
+
+def workspace_slots_taken(workspace: Path) -> int:
+    """The workspace's run lock on the Prefect server the children share (flows/server_lock.py): slots held now."""
+    from prefect.client.orchestration import get_client
+
+    from flows.server_lock import limit_name
+
+    with get_client(sync_client=True) as client:
+        return client.read_global_concurrency_limit_by_name(limit_name(workspace)).active_slots
 
 
 def test_kills_at_random_instants_then_resume_end_as_the_unbroken_run(tmp_path: Path, unbroken):
@@ -166,14 +178,18 @@ def test_kills_at_random_instants_then_resume_end_as_the_unbroken_run(tmp_path: 
         assert got == reference, f"killed at {instant:.2f} s of {duration:.2f} s: {explain(reference, got)}"
 
 
-def test_a_kill_before_the_held_out_gate_still_rolls_back_an_overfitted_keep(tmp_path: Path, unbroken):
-    """Held-out Step B after a resume: the kept edit it rejects is read back from git, not from the killed process."""
+@pytest.mark.parametrize("killed_at", ["held_out_gate:call:1:", "GitRatchet.rollback_to_previous_keep:return:1:",
+                                     "_roll_back_last_keep:return:1:"])
+def test_a_kill_around_the_held_out_gate_still_rolls_back_an_overfitted_keep(tmp_path: Path, unbroken, killed_at: str):
+    """Held-out Step B after a resume: the kept edit it rejects is read back from git, not from the killed process;
+    killed between its rollback commit and its row, or after the row and before its one more round, the resumed run
+    completes the row and goes on from there."""
     from tests.flows.test_optimize_online import GateResponder
     from tests.support.openai_server import ScriptedOpenAI
 
     _, _, env = unbroken
     ends = []
-    for kill_at in (None, "held_out_gate:call:1:"):
+    for kill_at in (None, killed_at):
         skills = tmp_path / f"{'killed' if kill_at else 'unbroken'}" / "skills"
         shutil.copytree(REPO_ROOT / "skills" / "pr-review", skills / "pr-review")
         repo = git.Repo.init(skills)

@@ -1,0 +1,219 @@
+"""Phase 3 (full mode): the held-out gate, and the design's Steps A–D when the held-out prompts decline beyond noise."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prefect import get_run_logger
+
+from flows import measure, tasks
+from flows.context import Run, SkillOutcome
+from flows.events import emit
+from flows.fan_out import side_by_side
+from flows.ratchet import freeze, kept_edits, optimize_skill, reject
+from scoring.formula import round1
+from scoring.keep_decision import compare_means
+from scoring.notes import parse_note
+from workspace import meta_learnings
+from workspace import profile as profile_store
+from workspace.git_ratchet import GitRatchet
+from workspace.governance_records import now_iso
+from workspace.rejected_edits import RejectReason, edit_sha256
+from workspace.results_tsv import ResultRow, Status
+
+
+def held_out_gate(run: Run) -> None:
+    """Phase 3 (full mode): the held-out prompts, and the design's Steps A–D when they decline beyond noise.
+
+    Each version's held-out score is the mean of several graded calls, and a
+    decline counts only when the one-sided 95 % upper bound of the difference
+    is below 0, read against the held-out grades' pooled noise — the same rule
+    as the keep decision's veto, not one graded call against another.
+    """
+    if run.mode != "full":
+        return
+    step_b_streak = 0
+    graded = _graded_side_by_side(run) if run.options.parallel > 1 else {}
+    for skill, outcome in list(run.outcomes.items()):
+        undone = _step_b_recorded(run, skill)  # resumed after Step B rolled back: grade what it undid, as it did
+        if undone is not None:
+            outcome.after = undone.row.old_score if undone.row.old_score is not None else outcome.after
+        base, now = (_baseline_held_out(run, skill), measure.held_out(run, skill, undone.text)) if undone else (
+            graded.get(skill) or _graded(run, skill))
+        held_delta = _decline(run, skill, base, now)
+        if base and now:
+            run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
+                               f"now ({len(base)} and {len(now)} graded call(s)): "
+                               f"{'declined beyond noise' if held_delta is not None else 'no decline beyond noise'}")
+        if held_delta is None:
+            step_b_streak = 0
+            continue
+        main_delta = round1(outcome.after - outcome.before)
+        outcome.held_out_fail = True
+        step_b = main_delta > 0
+        step_b_streak = step_b_streak + 1 if step_b else 0
+        if step_b:
+            _step_b(run, skill, outcome, base, undone)
+        else:
+            _step_c(run, skill, main_delta, held_delta)
+        _step_d(run, skill, main_delta, held_delta, step_b_streak)
+
+
+def _graded(run: Run, skill: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The held-out grades of the skill's baseline and of its version now."""
+    return _baseline_held_out(run, skill), measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+
+
+def _graded_side_by_side(run: Run) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
+    """--parallel: every skill graded at once before the gate decides, in order, skill by skill. Each decision then
+    reads the held-out noise pooled over all skills' grades, where the serial gate reads the grades so far."""
+    skills = list(run.outcomes)
+    return dict(zip(skills, side_by_side(run, skills, lambda skill: _graded(run, skill)), strict=True))
+
+
+def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
+    """The baseline version's held-out grades this run. After --resume, the saved baseline graded again, as the run
+    that stopped had graded it (its row keeps only a rounded mean, and a gate read against a rounded value can
+    see a decline the uninterrupted run would not); the recorded mean only when the saved version is gone."""
+    saved = run.run_dir / skill / "baseline.md"
+    samples = run.ledger.held_out.get((skill, measure.text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
+    if not samples and saved.exists() and skill in run.resumed:
+        samples = measure.held_out(run, skill, saved.read_text(encoding="utf-8"))
+    if samples:
+        return samples
+    row = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.BASELINE), None)
+    return (row.held_out_score,) if row is not None and row.held_out_score is not None else ()
+
+
+def _decline(run: Run, skill: str, base: tuple[float, ...], now: tuple[float, ...]) -> float | None:
+    """The held-out Δ (one decimal) when it declined beyond noise; None when it did not, or cannot be told."""
+    if not base or not now:
+        return None
+    delta, upper = compare_means(base, now, measure.held_out_noise(run))
+    if upper is None:
+        run.notices.append(f"{skill}: held-out Δ {delta:+.2f} on too few graded calls to know their noise; not read as a decline")
+        return None
+    if upper >= 0:
+        return None
+    get_run_logger().warning("%s: held-out declined beyond noise (Δ %+.2f, upper bound %+.2f; %d vs %d graded calls)",
+                             skill, delta, upper, len(now), len(base))
+    return round1(delta)
+
+
+@dataclass(frozen=True)
+class StepB:
+    """A Step B this run recorded: its REVERT row, and the text it rolled back from (the version graded as declined)."""
+
+    row: ResultRow
+    text: str
+
+
+def _step_b_recorded(run: Run, skill: str) -> StepB | None:
+    """This run's Step B for the skill, when a resumed run finds its row (the rollback and the row are one step)."""
+    rows = run.results(skill).rows()
+    start = max((i for i, r in enumerate(rows) if r.status == Status.BASELINE), default=0)
+    row = next((r for r in rows[start:] if r.status == Status.REVERT and parse_note(r.note)[0].get("step") == "B"), None)
+    rollback = next((c for c in reversed(run.editor.history()) if c.skill == skill and c.kind == "held-out-rollback"),  # type: ignore[union-attr]
+                    None)
+    if row is None or rollback is None:
+        return None
+    return StepB(row, run.editor.committed_text(skill, f"{rollback.sha}^").decode("utf-8"))  # type: ignore[union-attr]
+
+
+def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...], done: StepB | None = None) -> None:
+    """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, allow one limited round, measure again.
+
+    The rollback, the rejection and the REVERT row are one recoverable step; a run resumed after it (``done``)
+    goes on from there: the tightening, the one round (unless its row is there), the measurement."""
+    if done is None and not _roll_back_last_keep(run, skill, outcome):
+        return
+    _tighten(run, skill, 0.05, "held-out overfitting (Step B)", scope="skill")
+    rows = run.results(skill).rows()
+    if done is None or rows[-1].round <= done.row.round:  # no row after Step B's: its one round is still to run
+        retry = optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill))
+        outcome.after = retry.after
+    else:
+        outcome.after = run.incumbent_total(skill)
+    again = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
+    held_delta = _decline(run, skill, base, again)
+    if held_delta is not None:
+        _step_c(run, skill, round1(outcome.after - outcome.before), held_delta, double=True)
+
+
+def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
+    """Step B's decision taking effect: the undone edit rejected, the file back to before it, and the row — the
+    restored text measured first, so the row can wait as pending until the rollback commit proves it."""
+    from workspace.pending_keep import text_sha
+
+    ratchet = run.editor
+    assert isinstance(ratchet, GitRatchet)  # the gate runs in full mode
+    history = ratchet.history()
+    keeps = [c for c in history if c.skill == skill and c.kind == "optimize"]
+    kept = kept_edits(history, skill)
+    last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.KEEP), None)
+    if last_keep is None or not kept or not keeps:
+        return False
+    restored = ratchet.committed_text(skill, f"{keeps[-1].sha}^").decode("utf-8")
+    run.best[skill] = measure.baseline(run, skill, restored)  # measured afresh: its older samples were this run's too
+    undone = kept[-1]  # the very edit: never proposed again (a rewrite has no edit to remember)
+    digest = edit_sha256(undone.old, undone.new) if undone is not None else ""
+    row = tasks.build_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
+                          measured=run.ledger.of(skill, restored), dim=last_keep.dim_changed,
+                          facts={"held_out_fail": "true", "step": "B", "sha256": digest,
+                                 "reason": RejectReason.HELD_OUT_DEGRADED},
+                          text="held-out declined while main rose: rolled back the last kept edit")
+
+    def reject_and_roll_back() -> None:
+        if undone is not None and digest not in {e.sha256 for e in run.buffers[skill].entries}:
+            reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED)
+        ratchet.rollback_to_previous_keep(skill)
+
+    tasks.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored.encode("utf-8")))
+    emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
+                                   "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
+    return True
+
+
+def _step_c(run: Run, skill: str, main_delta: float, held_delta: float, double: bool = False) -> None:
+    """Systemic decline: suggest a rewrite, wait at most 300 s, then keep the current version and flag it."""
+    answer = run.ask(f"held-out-{skill}", f"{skill}: held-out and main both declined (main {main_delta:+.1f}, "
+                     f"held-out {held_delta:+.1f}); rewrite it (Phase 2.5)?",
+                     default_approve=False, timeout=min(300, run.options.approval_timeout))
+    flag = "held_out_double_fail" if double else "held_out_fail"
+    run.notices.append(f"{skill}: {flag}; kept the current version (rewrite {'approved' if answer.approved else 'not approved'})")
+
+    def queue(meta: meta_learnings.MetaLearnings) -> None:
+        meta.add("L1 待处理队列", now_iso()[:10], f"{skill}: {flag}", {"main_delta": f"{main_delta:+.1f}",
+                 "held_out_delta": f"{held_delta:+.1f}", "state": "awaiting review"})
+
+    meta_learnings.update(run.workspace.meta_learnings, queue, created=now_iso())
+
+
+def _step_d(run: Run, skill: str, main_delta: float, held_delta: float, step_b_streak: int) -> None:
+    if main_delta >= 8 and held_delta <= -3:
+        _tighten(run, skill, 0.05, "strong overfitting (Step D)", scope="global")
+    if main_delta >= 5 and held_delta <= -5:
+        freeze(run, skill, "extreme overfitting (Step D): frozen for 5 rounds", rounds=5)
+        last = run.buffers[skill].entries[-1] if run.buffers[skill].entries else None
+        if last is not None:
+            run.buffers[skill] = run.buffers[skill].with_status(last.number, "permanent_block")
+            from workspace.rejected_edits import save
+
+            save(run.workspace.rejected_edits(skill), run.buffers[skill])
+    if step_b_streak >= 2:
+        _tighten(run, skill, 0.05, "two skills in a row overfitted (Step B twice)", scope="global")
+
+
+def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> None:
+    previous = run.profile.edit_budget if scope == "global" else run.profile.budget_for(skill)
+
+    def change(p: profile_store.LubanProfile) -> None:
+        if scope == "global":
+            p.edit_budget = min(p.edit_budget, budget)
+        else:
+            p.skill_edit_budget[skill] = budget
+
+    run.profile = profile_store.update(run.workspace.profile, change)
+    emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
+                                         "previous_budget_percent": previous * 100, "scope": scope})
+    run.notices.append(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")
