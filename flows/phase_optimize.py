@@ -46,7 +46,10 @@ def _optimize_in_order(run: Run, order: list[str], update) -> None:
 def _optimize_side_by_side(run: Run, order: list[str], update) -> None:
     """The skills' rounds at once (flows/fan_out.py); then, in baseline order, what the serial loop does after each."""
     before = {skill: _pre_run_version(run, skill) for skill in order}
-    outcomes = fan_out(run, order, lambda child, skill: continue_or_start(child, skill, update))
+    rounds_left = [skill for skill in order if not finished(run, skill)]  # a resumed batch forks only those
+    outcomes = {skill: continue_or_start(run, skill, update) for skill in order if skill not in rounds_left}
+    if rounds_left:
+        outcomes |= fan_out(run, rounds_left, lambda child, skill: continue_or_start(child, skill, update))
     round_one_stops = 0
     for skill in order:
         round_one_stops = _after_skill(run, order, skill, before[skill], outcomes[skill], update, round_one_stops)
@@ -97,12 +100,20 @@ def _next_first_proposal(run: Run, rest: list[str]) -> ProposalAhead | None:
     return propose_ahead(run, rest[0], text, run.baselines[rest[0]])
 
 
+def finished(run: Run, skill: str) -> bool:
+    """A resumed skill whose rounds had ended before the run stopped: nothing of it is repeated."""
+    if skill not in run.resumed:
+        return False
+    _, last_round, stop = run.resumed[skill]
+    return stop is not None or last_round >= run.max_rounds
+
+
 def continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None = None) -> SkillOutcome:
     if skill not in run.resumed:
         return optimize_skill(run, skill, on_round=update, ahead=ahead)
     before, last_round, stop = run.resumed[skill]
     current = run.incumbent_total(skill)
-    if stop is not None or last_round >= run.max_rounds:  # this skill had finished: nothing is repeated
+    if finished(run, skill):
         return SkillOutcome(skill, before, current, last_round, stop or Stop.MAX_ROUNDS)
     outcome = optimize_skill(run, skill, max_rounds=run.max_rounds - last_round, start_round=last_round + 1, on_round=update)
     outcome.before = before

@@ -61,9 +61,16 @@ def optimize_skill_rounds(skill: str, worktree: str, branch: str, original: str,
     return {"outcome": record["outcome"], "budget": record.get("budget")}
 
 
+def _resolved_flags(batch: Run) -> dict[str, Any]:
+    """The batch's settings as it resolved them (flags, environment, luban.toml), all but the key: a child resolves
+    the same ones, wherever it runs, and takes only the key from its worker's environment."""
+    settings = getattr(batch.backend, "settings", None)
+    return settings.as_flags() if settings is not None else dict(batch.options.llm)
+
+
 def check_same_models(run: Run, models: dict[str, Any] | None) -> None:
-    """A worker resolves its model settings from its own environment (the key never travels as a parameter): one
-    set up differently from the batch would score this skill with other judges, or offline, and say nothing."""
+    """The batch hands its settings on (``_resolved_flags``), but not the key: a worker whose environment lacks it, or
+    holds one a judge refuses, would score this skill offline or not at all and say nothing."""
     mine = settings_fingerprint(run)
     if models is not None and json.loads(json.dumps(models)) != json.loads(json.dumps(mine)):
         differ = sorted(k for k in set(models) | set(mine) if models.get(k) != mine.get(k))
@@ -189,7 +196,8 @@ def in_child_flow_run(batch: Run, child: Run, skill: str) -> SkillOutcome:
     hand_back.unlink(missing_ok=True)
     parameters = {"skill": skill, "worktree": str(child.workspace.skills_dir), "branch": child.ratchet.branch,
                   "original": batch.ratchet.original, "workspace": str(batch.workspace.root), "mode": batch.mode,
-                  "run_dir": str(batch.run_dir), "options": asdict(batch.options) | {"skills": list(batch.options.skills)},
+                  "run_dir": str(batch.run_dir), "options": asdict(batch.options) | {"skills": list(batch.options.skills),
+                                                                                     "llm": _resolved_flags(batch)},
                   "batch_run_id": batch.flow_run_id, "hand_back": str(hand_back), "mode_quality": batch.mode_quality,
                   "preferred_dims": sorted(batch.preferred_dims), "budget_id": batch.budget_id,
                   "models": settings_fingerprint(batch)}

@@ -93,6 +93,11 @@ class Settings:
         """The editor and a judge are the same model (the design's red line 1 must be shown)."""
         return self.editor_model in {self.judge_model, self.judge_model_2}
 
+    def as_flags(self) -> dict[str, Any]:
+        """Every setting but the key, as flags ``resolve`` takes: how a batch hands its resolved settings to the
+        processes working for it, which then take only the key from their own environment."""
+        return {name: getattr(self, name) for name in ENV_NAMES if name != "api_key" and getattr(self, name) is not None}
+
     def describe(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("api_key", "sources")}
         out["api_key"] = "set" if self.api_key else "not set"
