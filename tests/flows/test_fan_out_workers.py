@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.flows.prefect_server import BIN, api, cli, stop
 from tests.reliability.crash import child_env, optimize_args, run_child
-from tests.reliability.test_resume_equivalence import explain, make_batch, outcome, serial_reference
+from tests.reliability.test_resume_equivalence import examples_repository, explain, make_batch, outcome, serial_reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 POOL = "luban"  # prefect.yaml's pool, on this test's own server
@@ -139,7 +139,7 @@ def online_batch_on_a_budget(env: dict[str, str], root: Path, fan_out: tuple[str
     from tests.support.openai_server import ScriptedOpenAI
     from tests.support.scripted_llm import LubanResponder
 
-    skills, workspace = small_batch(root, ("pr-review", "weekly-report-zh"))
+    skills, workspace = examples_repository(root, ("pr-review", "weekly-report-zh"))
     model = ScriptedOpenAI()
     model.responder = LubanResponder()
     with model:
@@ -148,22 +148,6 @@ def online_batch_on_a_budget(env: dict[str, str], root: Path, fan_out: tuple[str
         args = optimize_args(skills, "--workspace", str(workspace), *fan_out, "--parallel", "2", "--max-rounds", "1")
         result = run_child(args, online, keep_openai=True, timeout=600)
         return result, len(model.chat_requests())
-
-
-def small_batch(root: Path, names: tuple[str, ...]) -> tuple[Path, Path]:
-    """Some of the shipped examples in a fresh repository: enough for children to share a budget, cheap online."""
-    import shutil
-
-    import git
-
-    skills = root / "skills"
-    for name in names:
-        shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
-    repo = git.Repo.init(skills)
-    repo.git.add(A=True)
-    repo.git.commit("-m", "skills", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                         "GIT_COMMITTER_EMAIL": "t@t"})
-    return skills, root / "luban-workspace"
 
 
 @pytest.mark.usefixtures("prefect_api")

@@ -34,11 +34,14 @@ IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NA
 
 def make_batch(root: Path) -> tuple[Path, Path]:
     """Four examples and four generated skills in a fresh repository; the workspace beside it."""
-    skills = root / "skills"
-    for name in EXAMPLES:
-        shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
     generated = write_generated(root / "generated-source", count=4, seed=5) / "generated"
-    for folder in sorted(generated.iterdir()):
+    return examples_repository(root, EXAMPLES, tuple(sorted(generated.iterdir())))
+
+
+def examples_repository(root: Path, examples: tuple[str, ...], more: tuple[Path, ...] = ()) -> tuple[Path, Path]:
+    """Shipped examples (and the skill folders ``more``) committed in a fresh repository; the workspace beside it."""
+    skills = root / "skills"
+    for folder in (*(REPO_ROOT / "skills" / name for name in examples), *more):
         shutil.copytree(folder, skills / folder.name)
     repo = git.Repo.init(skills)
     repo.git.add(A=True)
