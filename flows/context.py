@@ -7,9 +7,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flows.checkpoints import Approval, Decision, checkpoint
+from flows.checkpoints import Decision, checkpoint
 from flows.measure import Ledger
 from flows.progress import NO_DISPLAY, Display
+from flows.run_config import Quality, RunConfig, RunOptions
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
@@ -24,30 +25,6 @@ from workspace.profile import LubanProfile
 from workspace.rejected_edits import Buffer
 from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
 from workspace.test_prompts import TestPrompt
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """The flow's parameters: the whole run configuration (never a secret: keys come from the environment)."""
-
-    skills_dir: str
-    skills: tuple[str, ...] = ()
-    mode: str = "auto"  # quick | full | auto
-    approval: Approval = "auto"
-    max_rounds: int | None = None  # default: 3 quick, 5 full
-    budget: float = 0.10
-    workspace: str | None = None
-    init_git: bool = False
-    resume: bool = False
-    approval_timeout: int = 3600
-    seed: int = 20261202
-    llm: dict[str, Any] = field(default_factory=dict)  # model names, limits; never the API key
-    evaluate_only: bool = False  # Phases 0–1: no branch, no snapshot, nothing edited
-    allow_rename: bool = False  # a person's opt-in: an edit may change the frontmatter name (runtimes invoke by it)
-    parallel: int = 1  # skills whose rounds run at once (flows/fan_out.py); more than 1 needs approval auto
-    lock_wait: int = 0  # seconds to queue behind a run holding the workspace or repository (0: refuse, naming it)
-    start_branch: str | None = None  # the branch checked out when the run was asked for: a queued run starts there
-    fan_out_to: str | None = None  # a deployment of optimize-skill: each skill's rounds as a child flow run on its pool
 
 
 @dataclass
@@ -67,11 +44,16 @@ class SkillOutcome:
                             self.held_out_fail)
 
 
+__all__ = ["Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/run_config.py; imported from here too
+
+
 @dataclass
 class Run:
-    options: RunOptions
+    """The run under way: its configuration (frozen), the handles it works through (workspace, ratchet, backend),
+    and what it has measured and recorded so far, per skill."""
+
+    config: RunConfig
     workspace: Workspace
-    mode: Mode
     ratchet: GitRatchet | FileRatchet | None
     backend: Backend
     profile: LubanProfile
@@ -85,8 +67,6 @@ class Run:
     outcomes: dict[str, SkillOutcome] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     alerts: list[str] = field(default_factory=list)
-    consumer_baseline: str = "not tested"
-    mode_quality: str = "normal"  # normal | quick | lite: what the consumer baseline allowed
     stopped: str | None = None  # a run-wide stop (budget, lock, consumer baseline block)
     best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
@@ -124,8 +104,20 @@ class Run:
         return self.ratchet
 
     @property
+    def options(self) -> RunOptions:
+        return self.config.options
+
+    @property
+    def mode(self) -> Mode:
+        return self.config.mode
+
+    @property
+    def quality(self) -> Quality:
+        return self.config.quality
+
+    @property
     def max_rounds(self) -> int:
-        return self.options.max_rounds or (5 if self.mode == "full" else 3)
+        return self.config.max_rounds
 
     def ask(self, name: str, summary: str, **kwargs) -> Decision:
         """A 🔴 checkpoint under a key unique in this run (the same path gives the same keys on a re-execution)."""
@@ -153,7 +145,7 @@ class Run:
         return self.ratchet.head_sha()[:12] if isinstance(self.ratchet, GitRatchet) else ""
 
     def budget_for(self, skill: str) -> float:
-        return min(self.options.budget, self.profile.budget_for(skill))
+        return min(self.config.budget, self.profile.budget_for(skill))
 
     def record(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, **fields: Any) -> ResultRow:
         """Append one results.tsv row (one atomic write) and return it."""

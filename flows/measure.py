@@ -25,6 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from flows.run_config import Quality
 from judges.backend import Evaluation
 from judges.sampling import evaluation_samples, resample_samples
 from scoring.keep_decision import Measured, Noise, SamplePlan, pooled, pooled_noise
@@ -76,7 +77,7 @@ def skill_files(run: Run, skill: str) -> frozenset[str]:
 
 
 def evaluation_mode(run: Run) -> str:
-    return "quick" if run.mode_quality == "quick" else run.mode  # a weak target model: quick evaluation only
+    return "quick" if run.quality is Quality.QUICK else run.mode  # a weak target model: quick evaluation only
 
 
 @dataclass

@@ -24,6 +24,7 @@ from flows.checkpoints import Approval
 from flows.context import Run, RunOptions
 from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.preflight import Refused, check_options, lock_path, preflight
+from flows.run_config import PhaseEnd
 from flows.server_lock import workspace_held
 from judges.llm import BudgetExhausted
 from workspace import run_marker
@@ -93,12 +94,12 @@ def root_flow_run_id() -> str | None:
 
 
 @phase("phase-0.5-test-prompts")
-def phase_0_5(ref: RunRef) -> bool:
+def phase_0_5(ref: RunRef) -> PhaseEnd:
     return phase_init.design_prompts(ref._run)
 
 
 @phase("phase-1-baseline")
-def phase_1(ref: RunRef) -> bool:
+def phase_1(ref: RunRef) -> PhaseEnd:
     return phase_init.baseline(ref._run)
 
 
@@ -160,6 +161,14 @@ def _checked_out_branch(skills_dir: Path) -> str | None:
     return current
 
 
+def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
+    """Phases 0.5 and 1, unless the consumer baseline blocked the run in Phase 0; the first that stops ends it."""
+    if run.config.consumer.blocks:
+        return PhaseEnd(run.config.consumer.notice())
+    end = phase_0_5(approval, RunRef.of(run))
+    return phase_1(approval, RunRef.of(run)) if end.goes_on else end
+
+
 def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, Any]:
     return {
         "mode": run.mode, "branch": getattr(run.ratchet, "branch", None), "report": report_path, "stopped": run.stopped,
@@ -200,9 +209,11 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         if isinstance(run, Refusal):
             return Failed(message=run.message)
         try:
-            if phase_0_5(approval, RunRef.of(run)) and phase_1(approval, RunRef.of(run)):
+            end = _phases_to_baseline(approval, run)
+            if end.goes_on:
                 phase_2(approval, RunRef.of(run))
                 phase_3(approval, RunRef.of(run))
+            run.stopped = run.stopped or end.stop
         except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
             run.stopped = f"budget: {err}"
         try:
@@ -235,8 +246,7 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         if isinstance(run, Refusal):
             return Failed(message=run.message)
         try:
-            phase_0_5(approval, RunRef.of(run))
-            phase_1(approval, RunRef.of(run))
+            run.stopped = _phases_to_baseline(approval, run).stop
         except BudgetExhausted as err:
             run.stopped = f"budget: {err}"
         report_path = phase_5(RunRef.of(run))

@@ -16,6 +16,7 @@ from flows.context import Run, RunOptions
 from flows.events import emit
 from flows.fan_out import side_by_side
 from flows.preflight import Refused, Scope, find_skills, recorded_rows, routed
+from flows.run_config import GO_ON, ConsumerVerdict, PhaseEnd, Response, RunConfig
 from judges.backend import make_backend
 from judges.settings import resolve
 from scoring.governance.alerts import check_alerts, run_metrics
@@ -100,9 +101,10 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
         if held is not None:
             held.release()
         raise
-    run = Run(options, workspace, mode, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, manifest,  # type: ignore[arg-type]
+    config = RunConfig(options, mode, consumer_verdict(mode, backend))  # type: ignore[arg-type]
+    run = Run(config, workspace, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, manifest,
               flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
-    run.notices += reasons
+    run.notices += reasons + [n for n in (config.consumer.notice(),) if n and not config.consumer.blocks]
     if marker:
         run.notices.append(f"flow run {flow_run_id} executed again after its checkpoint {marker.get('checkpoint')} was "
                            "answered: continuing from the records")
@@ -218,7 +220,7 @@ def _alerts(run: Run) -> None:
             run.notices.append(f"{skill}: alert {name} escalated to {action}; skipped this run with a report in the alerts")
 
 
-def design_prompts(run: Run) -> bool:
+def design_prompts(run: Run) -> PhaseEnd:
     """Phase 0.5: reuse test-prompts.json (ask: reuse / rewrite / append), or design them; confirm."""
     from flows import tasks
 
@@ -246,10 +248,10 @@ def design_prompts(run: Run) -> bool:
         run.prompts[skill] = prompts
     summary = "\n\n".join(prompts_summary(s, p) for s, p in run.prompts.items())
     answer = run.ask("test-prompts", summary)
-    if not answer.approved:
-        run.stopped = ("no answer at the test-prompts checkpoint: resumable with 'luban optimize --resume'"
-                       if answer.timed_out else f"test prompts rejected: {answer.comment or 'edit test-prompts.json and run again'}")
-    return answer.approved
+    if answer.approved:
+        return GO_ON
+    return PhaseEnd("no answer at the test-prompts checkpoint: resumable with 'luban optimize --resume'"
+                    if answer.timed_out else f"test prompts rejected: {answer.comment or 'edit test-prompts.json and run again'}")
 
 
 def _load_prompts(run: Run, path: Path):
@@ -260,26 +262,17 @@ def _load_prompts(run: Run, path: Path):
         return None
 
 
-def consumer_check(run: Run) -> bool:
-    """Full mode, online: the target model's bare capability decides continue / quick / lite / block."""
-    if run.mode != "full" or run.backend.name == "offline":
-        run.consumer_baseline = f"not tested ({run.backend.name} backend)" if run.mode == "full" else "not tested (quick mode)"
-        return True
+def consumer_verdict(mode: str, backend) -> ConsumerVerdict:
+    """Full mode, online: the target model's bare capability decides continue / quick / lite / block, once, in
+    Phase 0 (its calls are cached in the workspace: a resumed run reads the same verdict at no cost)."""
+    if mode != "full":
+        return ConsumerVerdict.not_tested("quick mode")
+    if backend.name == "offline":
+        return ConsumerVerdict.not_tested(f"{backend.name} backend")
     from judges.performance import consumer_baseline
 
-    capability, response = consumer_baseline(run.backend.client, run.backend.settings, run.backend.cache)  # type: ignore[attr-defined]
-    run.consumer_baseline = f"{capability}/10 → {response}" if capability is not None else "could not be measured → continue"
-    if response == "quick":
-        run.mode_quality = "quick"
-        run.notices.append("consumer baseline below the full threshold: degraded to quick evaluation (dry-run dim8, one judge)")
-    elif response == "lite":
-        run.mode_quality = "lite"
-        run.options = replace(run.options, budget=min(run.options.budget, 0.03), max_rounds=1)
-        run.notices.append("consumer baseline below the quick threshold: degraded to lite (format fixes only, ≤ 3 % budget)")
-    elif response == "block":
-        run.stopped = f"consumer capability insufficient ({capability}/10): fine-tune or use a stronger target model, or run in quick mode"
-        return False
-    return True
+    capability, response = consumer_baseline(backend.client, backend.settings, backend.cache)
+    return ConsumerVerdict(capability, Response(response))
 
 
 def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | None:
@@ -340,10 +333,8 @@ def _baseline_skill(run: Run, skill: str) -> None:
                          text="the review gate has open findings that block optimization; fix them first")
 
 
-def baseline(run: Run) -> bool:
+def baseline(run: Run) -> PhaseEnd:
     """Phase 1: score every skill (or, on --resume, take its recorded baseline), ROI precheck, score card, 🔴."""
-    if not run.options.resume and not consumer_check(run):
-        return False
 
     def one(skill: str) -> None:
         progress = recorded_progress(run, skill) if run.options.resume else None
@@ -361,7 +352,7 @@ def baseline(run: Run) -> bool:
     return _score_card_checkpoint(run)
 
 
-def _score_card_checkpoint(run: Run) -> bool:
+def _score_card_checkpoint(run: Run) -> PhaseEnd:
     """The score card as an artifact, then 🔴 'baseline' (asked again on --resume: the answer may have been no)."""
     from prefect.artifacts import create_markdown_artifact
 
@@ -370,6 +361,6 @@ def _score_card_checkpoint(run: Run) -> bool:
     card_md = "| skill | total | deterministic | eval_mode |\n|---|---:|---:|---|\n" + "\n".join(rows)
     create_markdown_artifact(card_md, key="baseline-score-card", description="Phase 1 baseline")
     answer = run.ask("baseline", card_md)
-    if not answer.approved:
-        run.stopped = "stopped at the baseline checkpoint" + (" (no answer: resumable)" if answer.timed_out else f": {answer.comment}")
-    return answer.approved
+    if answer.approved:
+        return GO_ON
+    return PhaseEnd("stopped at the baseline checkpoint" + (" (no answer: resumable)" if answer.timed_out else f": {answer.comment}"))

@@ -30,13 +30,13 @@ def report(run: Run) -> Path:
     if run.backend.name == "offline":
         notices += _needs_a_model(run)
     facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
-                     manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.consumer_baseline,
+                     manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.config.consumer.describe(),
                      usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run))
     # kept with the run's records, so `luban report` rebuilds the same audit trail and notices from disk alone
     run_marker.save(run.workspace.root, run.flow_run_id, report_facts=asdict(facts))
     if this_run.empty:  # stopped before any score was recorded: the report still says why and what to do
         markdown = (f"# Luban optimization report\n\nNo records yet.\n\n- Mode: {run.mode}\n"
-                    f"- Consumer baseline: {run.consumer_baseline}\n" + "".join(f"- Notice: {n}\n" for n in notices))
+                    f"- Consumer baseline: {run.config.consumer.describe()}\n" + "".join(f"- Notice: {n}\n" for n in notices))
     else:
         markdown = render(this_run, facts)
     md_path, _ = write_report(run.workspace, markdown, chart_png(this_run) if not this_run.empty else b"",

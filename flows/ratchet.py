@@ -19,6 +19,7 @@ from prefect.futures import PrefectFuture
 from flows import measure, tasks
 from flows.context import Run, SkillOutcome
 from flows.events import emit
+from flows.run_config import Quality
 from flows.trial import Outcome, Trial, try_edit
 from judges.backend import Evaluation, ProposalRequest
 from judges.llm import BudgetExhausted
@@ -158,7 +159,7 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
     """One request per dimension the proposer may try, in diagnosis order."""
     guarded = frozenset(run.profile.guarded_dims())
     exclude: frozenset[str] = frozenset()
-    if run.mode_quality == "lite":  # lite: format fixes only
+    if run.quality is Quality.LITE:  # lite: format fixes only
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
     buffer, files = run.buffers[skill], measure.skill_files(run, skill)
     rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]

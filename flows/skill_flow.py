@@ -30,6 +30,7 @@ from prefect import flow
 from flows.cluster_limits import BatchBudget, llm_gate
 from flows.context import Run, RunOptions, SkillOutcome
 from flows.measure import Ledger, settings_fingerprint
+from flows.run_config import ConsumerVerdict, RunConfig
 from judges.llm import BudgetExhausted
 from scoring.samples import Measured
 from workspace.atomic import atomic_write
@@ -40,17 +41,19 @@ SKILL_FLOW = "optimize-skill"
 @flow(name=SKILL_FLOW, log_prints=True, validate_parameters=False)
 def optimize_skill_rounds(skill: str, worktree: str, branch: str, original: str, workspace: str, mode: str,
                           run_dir: str, options: dict[str, Any], batch_run_id: str | None, hand_back: str,
-                          mode_quality: str = "normal", preferred_dims: list[str] | None = None,
+                          consumer: dict[str, Any] | None = None, preferred_dims: list[str] | None = None,
                           budget_id: str | None = None, models: dict[str, Any] | None = None) -> dict[str, Any]:
     """A batch's rounds for one skill, in the worktree the batch forked for it (a child flow run of the batch).
 
     ``worktree`` is the skills directory inside the skill's worktree; ``original`` the commit the batch started
     from (the kept edits since then are read from git); ``hand_back`` where the outcome record goes; ``budget_id``
     the batch's shared LLM budget on the server (flows/cluster_limits.py), when it has one; ``models`` the batch's
-    model settings (never the key), which the worker's own must match."""
+    model settings (never the key), which the worker's own must match; ``consumer`` the batch's consumer verdict
+    (its configuration is the batch's: the same options, mode and verdict)."""
     from flows.phase_optimize import continue_or_start
 
-    run = skill_run(skill, worktree, branch, original, workspace, mode, run_dir, options, batch_run_id, mode_quality,
+    verdict = ConsumerVerdict(**consumer) if consumer else ConsumerVerdict.not_tested("offline backend")
+    run = skill_run(skill, worktree, branch, original, workspace, mode, run_dir, options, batch_run_id, verdict,
                     preferred_dims or [], budget_id)
     check_same_models(run, models)
     try:
@@ -80,7 +83,7 @@ def check_same_models(run: Run, models: dict[str, Any] | None) -> None:
 
 
 def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_root: str, mode: str, run_dir: str,
-              options: dict[str, Any], batch_run_id: str | None, mode_quality: str, preferred_dims: list[str],
+              options: dict[str, Any], batch_run_id: str | None, consumer: ConsumerVerdict, preferred_dims: list[str],
               budget_id: str | None = None) -> Run:
     """The skill's part of the batch's run, rebuilt from what is on disk: the same function a resume uses."""
     from flows.phase_init import recorded_progress
@@ -93,14 +96,14 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     from workspace.layout import Workspace
 
     settings_of = RunOptions(**{**options, "skills": tuple(options.get("skills", ()))})
+    config = RunConfig(settings_of, mode, consumer)  # type: ignore[arg-type]
     layout = Workspace(Path(worktree), Path(workspace_root), mode)  # type: ignore[arg-type]
     ratchet = GitRatchet(layout, open_repository(Path(worktree)), branch, original, [skill])
     settings = resolve(settings_of.llm, os.environ, Path(settings_of.skills_dir) / "luban.toml")
     usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
     backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
-    run = Run(settings_of, layout, mode, ratchet, backend, profile_store.load(layout.profile), Path(run_dir),  # type: ignore[arg-type]
-              datetime.now(UTC), skills=[skill], flow_run_id=batch_run_id, mode_quality=mode_quality,
-              preferred_dims=frozenset(preferred_dims))
+    run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
+              skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims))
     run.buffers[skill] = rejected_edits.load(layout.rejected_edits(skill), skill, run.started.isoformat())
     if layout.test_prompts(skill).exists():
         run.prompts[skill] = test_prompts.load(layout.test_prompts(skill))
@@ -198,7 +201,7 @@ def in_child_flow_run(batch: Run, child: Run, skill: str) -> SkillOutcome:
                   "original": batch.ratchet.original, "workspace": str(batch.workspace.root), "mode": batch.mode,
                   "run_dir": str(batch.run_dir), "options": asdict(batch.options) | {"skills": list(batch.options.skills),
                                                                                      "llm": _resolved_flags(batch)},
-                  "batch_run_id": batch.flow_run_id, "hand_back": str(hand_back), "mode_quality": batch.mode_quality,
+                  "batch_run_id": batch.flow_run_id, "hand_back": str(hand_back), "consumer": asdict(batch.config.consumer),
                   "preferred_dims": sorted(batch.preferred_dims), "budget_id": batch.budget_id,
                   "models": settings_fingerprint(batch)}
     key = f"luban:{batch.flow_run_id}:{skill}:{child.ratchet.head_sha()}"

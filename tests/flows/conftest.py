@@ -49,9 +49,10 @@ def example_skills(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def prefect_server(tmp_path_factory):
+def prefect_server(tmp_path_factory, request):
     """`prefect server start` on 127.0.0.1 with its own PREFECT_HOME and database, one per test module,
-    so a run one test leaves paused can never be mistaken for another test's (tests/flows/prefect_server.py)."""
+    so a run one test leaves paused can never be mistaken for another test's (tests/flows/prefect_server.py).
+    A module's ``SERVER_ENV`` (a dict) is added to the server's environment only."""
     from tests.flows.prefect_server import prefect_server_env
 
-    yield from prefect_server_env(tmp_path_factory)
+    yield from prefect_server_env(tmp_path_factory, server_env=getattr(request.module, "SERVER_ENV", None))

@@ -38,12 +38,13 @@ def wait_for(predicate, timeout: float, what: str):
 SERVER_STARTUP_TIMEOUTS = (120, 300)  # seconds: a start that times out under load is tried once more, waiting longer
 
 
-def prefect_server_env(tmp_path_factory, timeouts: tuple[float, ...] = SERVER_STARTUP_TIMEOUTS):
+def prefect_server_env(tmp_path_factory, timeouts: tuple[float, ...] = SERVER_STARTUP_TIMEOUTS,
+                       server_env: dict[str, str] | None = None):
     """`prefect server start` on loopback, with its own PREFECT_HOME; stopped at the end. A first start that times
     out is stopped and tried again on a fresh port and home; only the second failure fails (the module's tests)."""
     failures = []
     for timeout in timeouts:
-        started = _start_server(tmp_path_factory, timeout)
+        started = _start_server(tmp_path_factory, timeout, server_env or {})
         try:
             env = next(started)
         except AssertionError as err:
@@ -77,7 +78,7 @@ def migrated_home(tmp_path_factory) -> Path:
     return template
 
 
-def _start_server(tmp_path_factory, timeout: float):
+def _start_server(tmp_path_factory, timeout: float, server_env: dict[str, str]):
     import shutil
 
     port = free_port()
@@ -90,7 +91,7 @@ def _start_server(tmp_path_factory, timeout: float):
         env.pop(name, None)
     log = open(home / "server.log", "w")  # noqa: SIM115 - the server writes to it for the module's life; closed at teardown
     server = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                              env=env, stdout=log, stderr=subprocess.STDOUT)
+                              env=env | server_env, stdout=log, stderr=subprocess.STDOUT)
 
     def healthy():
         try:

@@ -12,11 +12,18 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.flows.prefect_server import BIN, api, cli, stop
+from tests.flows.test_scale_out_docs import postgres_bin
 from tests.reliability.crash import child_env, optimize_args, run_child
 from tests.reliability.test_resume_equivalence import examples_repository, explain, make_batch, outcome, serial_reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 POOL = "luban"  # prefect.yaml's pool, on this test's own server
+# The suite's server is on SQLite, which serialises writers: with several workers' processes writing and the suite's
+# load besides, it answered 503 to a budget increment for the whole minute Prefect's client retries. The README asks
+# PostgreSQL for this (tests/flows/test_scale_out_docs.py runs on it); here, writers wait longer for the lock, and
+# events and task-run records no assertion reads are not written.
+SERVER_ENV = {"PREFECT_SERVER_DATABASE_TIMEOUT": "60", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "false",
+              "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED": "false"}
 ONLINE_BUDGET = 80  # calls: Phases 0.5 and 1 of the two skills take 59, their rounds and the gate about 60 more
 
 
@@ -33,7 +40,8 @@ def start_worker(env: dict[str, str], name: str, home: Path) -> subprocess.Popen
 def test_a_batch_fans_out_over_two_workers_as_the_serial_batch_and_online_spends_one_budget(
         prefect_server: dict, tmp_path: Path, tmp_path_factory):
     env = child_env(dict(prefect_server, PREFECT_LOGGING_LEVEL="WARNING"))
-    reference, _ = serial_reference(tmp_path_factory, env)  # the serial batch: run once for the whole session
+    # With PostgreSQL here, test_scale_out_docs.py runs this same batch twice over two workers (for suite time, once).
+    on_postgres = postgres_bin() is not None
 
     created = cli(env, str(BIN / "prefect"), "work-pool", "create", POOL, "--type", "process")
     assert created.returncode == 0, created.stdout + created.stderr
@@ -44,8 +52,9 @@ def test_a_batch_fans_out_over_two_workers_as_the_serial_batch_and_online_spends
     fan_out = ("--parallel", "4", "--fan-out-to", "optimize-skill/workers-rounds")
     try:
         skills, workspace = make_batch(tmp_path / "fanned")
-        fanned = run_child(optimize_args(skills, "--workspace", str(workspace), *fan_out), env, timeout=600)
-        assert fanned.returncode == 0, fanned.stderr[-3000:]
+        if not on_postgres:
+            fanned = run_child(optimize_args(skills, "--workspace", str(workspace), *fan_out), env, timeout=600)
+            assert fanned.returncode == 0, fanned.stderr[-3000:]
         children = api(env, "/flow_runs/filter", {"flows": {"name": {"any_": ["optimize-skill"]}}})
         took = {name: (home / f"worker-{name}.log").read_text(errors="replace").count("submitted to infrastructure")
                 for name in ("worker-a", "worker-b")}
@@ -64,6 +73,10 @@ def test_a_batch_fans_out_over_two_workers_as_the_serial_batch_and_online_spends
     assert calls <= ONLINE_BUDGET, calls
     left = [limit["name"] for limit in api(env, "/v2/concurrency_limits/filter", {})]
     assert not [name for name in left if name.startswith(("luban-calls-", "luban-tokens-"))], left  # gone with the batch
+    assert waited["names"] == ["left-going"] and waited["state"] in ("COMPLETED", "FAILED", "CRASHED"), waited
+    if on_postgres:
+        return
+    reference, _ = serial_reference(tmp_path_factory, env)  # the serial batch: run once for the whole session
     got = outcome(skills, workspace)
     assert got == reference, explain(reference, got)
     assert sorted(r["name"] for r in children) == sorted(reference["texts"]), [r["name"] for r in children]

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from flows import measure
+from flows.run_config import Quality
 from judges.settings import Secret, Settings
 from tests.conftest import REPO_ROOT, write_skill
 from workspace.layout import Workspace
@@ -20,7 +21,7 @@ def run_like(tmp_path: Path, run_id: str = "run-1", judge_model_2: str | None = 
                                                                **settings))
     prompts = {"alpha": [TestPrompt(id=1, type="main", prompt="p", expected="e")]}
     return SimpleNamespace(workspace=Workspace.open(tmp_path / "skills", "full"), prompts=prompts, mode="full",
-                           mode_quality="normal", backend=backend, flow_run_id=run_id)
+                           quality=Quality.NORMAL, backend=backend, flow_run_id=run_id)
 
 
 def key(run, text: str = "text", index: int = 0, kind: str = "evaluate") -> str:
