@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -10,7 +10,7 @@ from typing import Any
 from flows.checkpoints import Decision, checkpoint
 from flows.measure import Ledger
 from flows.progress import NO_DISPLAY, Display
-from flows.run_config import Quality, RunConfig, RunOptions
+from flows.run_config import GO_ON, PhaseEnd, Quality, RunConfig, RunOptions
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
@@ -27,8 +27,11 @@ from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stam
 from workspace.test_prompts import TestPrompt
 
 
-@dataclass
+@dataclass(frozen=True)
 class SkillOutcome:
+    """How one skill's rounds ended: totals before and after (means of their samples), rounds, why they stopped,
+    and — when what stopped them stops the whole run (the LLM budget, a checkpoint nobody answered) — why."""
+
     skill: str
     before: float
     after: float
@@ -37,14 +40,28 @@ class SkillOutcome:
     kept: int = 0
     reverted: int = 0
     held_out_fail: bool = False
+    ends_run: str | None = None
 
     def after_round(self, kept: bool, reverted: bool, total: float, rounds: int) -> SkillOutcome:
         """This outcome after one more round: its edit kept, reverted (or neither: abandoned unjudged)."""
-        return SkillOutcome(self.skill, self.before, total, rounds, self.stop, self.kept + kept, self.reverted + reverted,
-                            self.held_out_fail)
+        return replace(self, after=total, rounds=rounds, kept=self.kept + kept, reverted=self.reverted + reverted)
 
 
-__all__ = ["Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/run_config.py; imported from here too
+@dataclass(frozen=True)
+class Optimized:
+    """What Phases 2 and 3 hand on: each skill's outcome, in the order its rounds ran, and how the phases ended."""
+
+    outcomes: dict[str, SkillOutcome] = field(default_factory=dict)
+    end: PhaseEnd = GO_ON
+
+    @classmethod
+    def of(cls, outcomes: dict[str, SkillOutcome], end: PhaseEnd = GO_ON) -> Optimized:
+        """The outcomes, ended by the first that stops the run, if any did and nothing stopped it before."""
+        first = next((o.ends_run for o in outcomes.values() if o.ends_run), None)
+        return cls(dict(outcomes), end if not end.goes_on or first is None else PhaseEnd(first))
+
+
+__all__ = ["Optimized", "Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/run_config.py; imported from here too
 
 
 @dataclass
@@ -64,10 +81,8 @@ class Run:
     prompts: dict[str, list[TestPrompt]] = field(default_factory=dict)
     baselines: dict[str, Evaluation] = field(default_factory=dict)
     buffers: dict[str, Buffer] = field(default_factory=dict)
-    outcomes: dict[str, SkillOutcome] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     alerts: list[str] = field(default_factory=list)
-    stopped: str | None = None  # a run-wide stop (budget, lock, consumer baseline block)
     best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings

@@ -59,8 +59,6 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
         except Exception as err:  # noqa: BLE001 - every other skill's work is merged before the first error is raised
             errors.append(err)
     gather(run, order)
-    for child in children.values():
-        run.stopped = run.stopped or child.stopped
     if errors:
         raise errors[0]
     return outcomes

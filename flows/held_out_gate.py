@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from prefect import get_run_logger
 
 from flows import measure, tasks
-from flows.context import Run, SkillOutcome
+from flows.context import Optimized, Run, SkillOutcome
 from flows.events import emit
 from flows.fan_out import side_by_side
 from flows.ratchet import freeze, kept_edits, optimize_skill, reject
+from flows.run_config import PhaseEnd
+from judges.llm import BudgetExhausted
 from scoring.formula import round1
 from scoring.keep_decision import compare_means
 from scoring.notes import parse_note
@@ -22,41 +24,52 @@ from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.results_tsv import ResultRow, Status
 
 
-def held_out_gate(run: Run) -> None:
+def held_out_gate(run: Run, optimized: Optimized) -> Optimized:
     """Phase 3 (full mode): the held-out prompts, and the design's Steps A–D when they decline beyond noise.
 
     Each version's held-out score is the mean of several graded calls, and a
     decline counts only when the one-sided 95 % upper bound of the difference
     is below 0, read against the held-out grades' pooled noise — the same rule
-    as the keep decision's veto, not one graded call against another.
+    as the keep decision's veto, not one graded call against another. The outcomes as the gate leaves them.
     """
     if run.mode != "full":
-        return
-    step_b_streak = 0
-    graded = _graded_side_by_side(run) if run.options.parallel > 1 else {}
-    for skill, outcome in list(run.outcomes.items()):
-        undone = _step_b_recorded(run, skill)  # resumed after Step B rolled back: grade what it undid, as it did
-        if undone is not None:
-            outcome.after = undone.row.old_score if undone.row.old_score is not None else outcome.after
-        base, now = (_baseline_held_out(run, skill), measure.held_out(run, skill, undone.text)) if undone else (
-            graded.get(skill) or _graded(run, skill))
-        held_delta = _decline(run, skill, base, now)
-        if base and now:
-            run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
-                               f"now ({len(base)} and {len(now)} graded call(s)): "
-                               f"{'declined beyond noise' if held_delta is not None else 'no decline beyond noise'}")
-        if held_delta is None:
-            step_b_streak = 0
-            continue
-        main_delta = round1(outcome.after - outcome.before)
-        outcome.held_out_fail = True
-        step_b = main_delta > 0
-        step_b_streak = step_b_streak + 1 if step_b else 0
-        if step_b:
-            _step_b(run, skill, outcome, base, undone)
-        else:
-            _step_c(run, skill, main_delta, held_delta)
-        _step_d(run, skill, main_delta, held_delta, step_b_streak)
+        return optimized
+    outcomes, step_b_streak = dict(optimized.outcomes), 0
+    try:
+        graded = _graded_side_by_side(run, list(outcomes)) if run.options.parallel > 1 else {}
+        for skill, outcome in optimized.outcomes.items():
+            outcomes[skill], step_b_streak = _gate(run, skill, outcome, graded.get(skill), step_b_streak)
+    except BudgetExhausted as err:  # the hard budget: the skills not yet gated keep their Phase 2 outcomes
+        return Optimized(outcomes, PhaseEnd(f"budget: {err}"))
+    return Optimized.of(outcomes, optimized.end)
+
+
+def _gate(run: Run, skill: str, outcome: SkillOutcome, graded: tuple[tuple[float, ...], tuple[float, ...]] | None,
+          step_b_streak: int) -> tuple[SkillOutcome, int]:
+    """One skill through the gate (``graded``: its grades taken side by side, if they were): its outcome after,
+    and the streak of skills in a row that went through Step B."""
+    undone = _step_b_recorded(run, skill)  # resumed after Step B rolled back: grade what it undid, as it did
+    if undone is not None and undone.row.old_score is not None:
+        outcome = replace(outcome, after=undone.row.old_score)
+    base, now = (_baseline_held_out(run, skill), measure.held_out(run, skill, undone.text)) if undone else (
+        graded or _graded(run, skill))
+    held_delta = _decline(run, skill, base, now)
+    if base and now:
+        run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
+                           f"now ({len(base)} and {len(now)} graded call(s)): "
+                           f"{'declined beyond noise' if held_delta is not None else 'no decline beyond noise'}")
+    if held_delta is None:
+        return outcome, 0
+    main_delta = round1(outcome.after - outcome.before)
+    outcome = replace(outcome, held_out_fail=True)
+    step_b = main_delta > 0
+    step_b_streak = step_b_streak + 1 if step_b else 0
+    if step_b:
+        outcome = _step_b(run, skill, outcome, base, undone)
+    else:
+        _step_c(run, skill, main_delta, held_delta)
+    _step_d(run, skill, main_delta, held_delta, step_b_streak)
+    return outcome, step_b_streak
 
 
 def _graded(run: Run, skill: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -64,10 +77,9 @@ def _graded(run: Run, skill: str) -> tuple[tuple[float, ...], tuple[float, ...]]
     return _baseline_held_out(run, skill), measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
 
 
-def _graded_side_by_side(run: Run) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
+def _graded_side_by_side(run: Run, skills: list[str]) -> dict[str, tuple[tuple[float, ...], tuple[float, ...]]]:
     """--parallel: every skill graded at once before the gate decides, in order, skill by skill. Each decision then
     reads the held-out noise pooled over all skills' grades, where the serial gate reads the grades so far."""
-    skills = list(run.outcomes)
     return dict(zip(skills, side_by_side(run, skills, lambda skill: _graded(run, skill)), strict=True))
 
 
@@ -120,24 +132,26 @@ def _step_b_recorded(run: Run, skill: str) -> StepB | None:
     return StepB(row, run.editor.committed_text(skill, f"{rollback.sha}^").decode("utf-8"))  # type: ignore[union-attr]
 
 
-def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...], done: StepB | None = None) -> None:
+def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...],
+            done: StepB | None = None) -> SkillOutcome:
     """Overfitting: roll back the last kept edit, reject it, tighten to 5 %, allow one limited round, measure again.
 
     The rollback, the rejection and the REVERT row are one recoverable step; a run resumed after it (``done``)
-    goes on from there: the tightening, the one round (unless its row is there), the measurement."""
+    goes on from there: the tightening, the one round (unless its row is there), the measurement. The outcome after."""
     if done is None and not _roll_back_last_keep(run, skill, outcome):
-        return
+        return outcome
     _tighten(run, skill, 0.05, "held-out overfitting (Step B)", scope="skill")
     rows = run.results(skill).rows()
     if done is None or rows[-1].round <= done.row.round:  # no row after Step B's: its one round is still to run
         retry = optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill))
-        outcome.after = retry.after
+        outcome = replace(outcome, after=retry.after, ends_run=outcome.ends_run or retry.ends_run)
     else:
-        outcome.after = run.incumbent_total(skill)
+        outcome = replace(outcome, after=run.incumbent_total(skill))
     again = measure.held_out(run, skill, run.workspace.skill_file(skill).read_text(encoding="utf-8"))
     held_delta = _decline(run, skill, base, again)
     if held_delta is not None:
         _step_c(run, skill, round1(outcome.after - outcome.before), held_delta, double=True)
+    return outcome
 
 
 def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, PrivateAttr
 
 from flows import held_out_gate, phase_init, phase_optimize, phase_report
 from flows.checkpoints import Approval
-from flows.context import Run, RunOptions
+from flows.context import Optimized, Run, RunOptions
 from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.preflight import Refused, check_options, lock_path, preflight
 from flows.run_config import PhaseEnd
@@ -104,23 +104,23 @@ def phase_1(ref: RunRef) -> PhaseEnd:
 
 
 @phase("phase-2-ratchet")
-def phase_2(ref: RunRef) -> None:
-    phase_optimize.optimize_all(ref._run)
+def phase_2(ref: RunRef) -> Optimized:
+    return phase_optimize.optimize_all(ref._run)
 
 
 @phase("phase-3-held-out-gate")
-def phase_3(ref: RunRef) -> None:
-    held_out_gate.held_out_gate(ref._run)
+def phase_3(ref: RunRef, optimized: Optimized) -> Optimized:
+    return held_out_gate.held_out_gate(ref._run, optimized)
 
 
 @task(name="phase-5-report", cache_policy=NO_CACHE)
-def phase_5(ref: RunRef) -> str:
-    return str(phase_report.report(ref._run))
+def phase_5(ref: RunRef, optimized: Optimized, stopped: str | None) -> str:
+    return str(phase_report.report(ref._run, optimized.outcomes, stopped))
 
 
 @task(name="phase-6-meta-review", cache_policy=NO_CACHE)
-def phase_6(ref: RunRef) -> list[str]:
-    return phase_report.review(ref._run)
+def phase_6(ref: RunRef, optimized: Optimized) -> list[str]:
+    return phase_report.review(ref._run, optimized.outcomes)
 
 
 def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str, max_rounds: int | None, budget: float,
@@ -169,10 +169,12 @@ def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
     return phase_1(approval, RunRef.of(run)) if end.goes_on else end
 
 
-def summary(run: Run, report_path: str | None, lessons: list[str]) -> dict[str, Any]:
+def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: str | None,
+            lessons: list[str]) -> dict[str, Any]:
     return {
-        "mode": run.mode, "branch": getattr(run.ratchet, "branch", None), "report": report_path, "stopped": run.stopped,
-        "skills": {s: asdict(o) for s, o in run.outcomes.items()}, "baselines": {s: e.score.total for s, e in run.baselines.items()},
+        "mode": run.mode, "branch": getattr(run.ratchet, "branch", None), "report": report_path, "stopped": stopped,
+        "skills": {s: asdict(o) for s, o in optimized.outcomes.items()},
+        "baselines": {s: e.score.total for s, e in run.baselines.items()},
         "lessons": lessons, "notices": run.notices, "alerts": run.alerts,
     }
 
@@ -208,22 +210,23 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         run = phase_0(approval, options, root_flow_run_id())
         if isinstance(run, Refusal):
             return Failed(message=run.message)
+        optimized = Optimized()
         try:
             end = _phases_to_baseline(approval, run)
             if end.goes_on:
-                phase_2(approval, RunRef.of(run))
-                phase_3(approval, RunRef.of(run))
-            run.stopped = run.stopped or end.stop
+                optimized = phase_2(approval, RunRef.of(run))
+                optimized = phase_3(approval, RunRef.of(run), optimized)
+            stopped = end.stop or optimized.end.stop
         except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
-            run.stopped = f"budget: {err}"
+            stopped = f"budget: {err}"
         try:
-            report_path = phase_5(RunRef.of(run))
-            lessons = phase_6(RunRef.of(run))
-            run_marker.save(run.workspace.root, run.flow_run_id, state="finished", report=report_path, stopped=run.stopped)
+            report_path = phase_5(RunRef.of(run), optimized, stopped)
+            lessons = phase_6(RunRef.of(run), optimized)
+            run_marker.save(run.workspace.root, run.flow_run_id, state="finished", report=report_path, stopped=stopped)
         finally:
             run.release()
     get_run_logger().info("report: %s", report_path)
-    return summary(run, report_path, lessons)
+    return summary(run, optimized, stopped, report_path, lessons)
 
 
 @prompt_heartbeat_flow(name="evaluate-skills", log_prints=True)
@@ -246,8 +249,8 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         if isinstance(run, Refusal):
             return Failed(message=run.message)
         try:
-            run.stopped = _phases_to_baseline(approval, run).stop
+            stopped = _phases_to_baseline(approval, run).stop
         except BudgetExhausted as err:
-            run.stopped = f"budget: {err}"
-        report_path = phase_5(RunRef.of(run))
-    return summary(run, report_path, [])
+            stopped = f"budget: {err}"
+        report_path = phase_5(RunRef.of(run), Optimized(), stopped)
+    return summary(run, Optimized(), stopped, report_path, [])

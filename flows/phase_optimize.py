@@ -3,71 +3,80 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import replace
 
 from prefect.artifacts import create_markdown_artifact
 
 from flows import measure, tasks
-from flows.context import Run, SkillOutcome
+from flows.context import Optimized, Run, SkillOutcome
 from flows.fan_out import fan_out
 from flows.progress import NO_DISPLAY, progress
 from flows.ratchet import ProposalAhead, optimize_skill, propose_ahead
+from flows.run_config import PhaseEnd
 from flows.trial import Outcome, try_edit
+from judges.llm import BudgetExhausted
 from scoring.model import DIM_NAMES
 from workspace.atomic import atomic_write
 from workspace.manifest import save_round_backup
 from workspace.results_tsv import Status, Stop
 
 
-def optimize_all(run: Run) -> None:
+def optimize_all(run: Run) -> Optimized:
     """Skills in ascending baseline order; a 🔴 checkpoint after each; 'not good' restores the original."""
     order = sorted(run.skills, key=run.incumbent_total)
+    outcomes: dict[str, SkillOutcome] = {}  # filled skill by skill: what a budget stop leaves is still reported
     with progress(order, run.max_rounds) as display:
         run.display = display  # a checkpoint asked in the terminal pauses it (Run.ask)
         try:
             if run.options.fan_out_to or (run.options.parallel > 1 and len(order) > 1):
-                _optimize_side_by_side(run, order, display.update)
+                _optimize_side_by_side(run, order, display.update, outcomes)
             else:
-                _optimize_in_order(run, order, display.update)
+                _optimize_in_order(run, order, display.update, outcomes)
+        except BudgetExhausted as err:  # the hard budget, reached outside a round (a rewrite, a child's record)
+            return Optimized(outcomes, PhaseEnd(f"budget: {err}"))
         finally:
             run.display = NO_DISPLAY
+    return Optimized.of(outcomes)
 
 
-def _optimize_in_order(run: Run, order: list[str], update) -> None:
+def _optimize_in_order(run: Run, order: list[str], update, outcomes: dict[str, SkillOutcome]) -> None:
     round_one_stops, ahead = 0, None
     for index, skill in enumerate(order):
-        if run.stopped:
-            break
         before = _pre_run_version(run, skill)
         outcome = continue_or_start(run, skill, update, ahead)
-        ahead = _next_first_proposal(run, order[index + 1:])
-        round_one_stops = _after_skill(run, order, skill, before, outcome, update, round_one_stops)
+        ahead = _next_first_proposal(run, order[index + 1:]) if not outcome.ends_run else None
+        round_one_stops = _after_skill(run, order, skill, before, outcome, update, round_one_stops, outcomes)
+        if outcomes[skill].ends_run:
+            break
 
 
-def _optimize_side_by_side(run: Run, order: list[str], update) -> None:
+def _optimize_side_by_side(run: Run, order: list[str], update, outcomes: dict[str, SkillOutcome]) -> None:
     """The skills' rounds at once (flows/fan_out.py); then, in baseline order, what the serial loop does after each."""
     before = {skill: _pre_run_version(run, skill) for skill in order}
     rounds_left = [skill for skill in order if not finished(run, skill)]  # a resumed batch forks only those
-    outcomes = {skill: continue_or_start(run, skill, update) for skill in order if skill not in rounds_left}
+    ran = {skill: continue_or_start(run, skill, update) for skill in order if skill not in rounds_left}
     if rounds_left:
-        outcomes |= fan_out(run, rounds_left, lambda child, skill: continue_or_start(child, skill, update))
+        ran |= fan_out(run, rounds_left, lambda child, skill: continue_or_start(child, skill, update))
     round_one_stops = 0
     for skill in order:
-        round_one_stops = _after_skill(run, order, skill, before[skill], outcomes[skill], update, round_one_stops)
+        round_one_stops = _after_skill(run, order, skill, before[skill], ran[skill], update, round_one_stops, outcomes)
 
 
 def _after_skill(run: Run, order: list[str], skill: str, before: bytes, outcome: SkillOutcome, update,
-                 round_one_stops: int) -> int:
+                 round_one_stops: int, outcomes: dict[str, SkillOutcome]) -> int:
     """The round cap's checkpoint, the backup, the skill's checkpoint, and the exploratory-rewrite trigger (two
-    skills in a row stopped in round 1); the streak of such skills after this one."""
+    skills in a row stopped in round 1), each skill's outcome into ``outcomes``; the streak of such skills after
+    this one."""
     update(skill, run.max_rounds, outcome.stop)
-    run.outcomes[skill] = outcome
     if outcome.stop is Stop.MAX_ROUNDS:
-        outcome = run.outcomes[skill] = _at_max_rounds(run, skill, outcome)
+        outcome = _at_max_rounds(run, skill, outcome)
     save_round_backup(run.run_dir, skill, max(outcome.rounds, 1), run.workspace.skill_file(skill).read_bytes())
-    _review_skill(run, skill, before, outcome)
+    outcome = outcomes[skill] = _review_skill(run, skill, before, outcome)
     round_one_stops = round_one_stops + 1 if outcome.rounds <= 1 and outcome.stop in (Stop.BOTTLENECK, Stop.NO_EDIT) else 0
     if run.mode == "full" and round_one_stops >= 2:
-        exploratory_rewrite(run, min(order, key=lambda s: run.outcomes.get(s, outcome).after))
+        target = min(order, key=lambda s: outcomes.get(s, outcome).after)
+        if exploratory_rewrite(run, target) and target in outcomes:
+            outcomes[target] = replace(outcomes[target], after=run.incumbent_total(target))
         round_one_stops = 0
     return round_one_stops
 
@@ -78,8 +87,8 @@ def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
                      choices=("one more round", "exploratory rewrite", "finish"), default_choice="finish")
     if answer.choice == "one more round":
         return _merge(outcome, optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill)))
-    if answer.choice == "exploratory rewrite":
-        exploratory_rewrite(run, skill, consented=answer.answered_by in ("ui", "cli"))
+    if answer.choice == "exploratory rewrite" and exploratory_rewrite(run, skill, consented=answer.answered_by in ("ui", "cli")):
+        return replace(outcome, after=run.incumbent_total(skill))
     return outcome
 
 
@@ -94,7 +103,7 @@ def _pre_run_version(run: Run, skill: str) -> bytes:
 def _next_first_proposal(run: Run, rest: list[str]) -> ProposalAhead | None:
     """The next skill's first proposal, asked while this one is reviewed, when no person answers in between
     (with a person, the answer may stop the run, and the call would be paid for nothing)."""
-    if run.options.approval != "auto" or not rest or rest[0] in run.resumed or run.stopped:
+    if run.options.approval != "auto" or not rest or rest[0] in run.resumed:
         return None
     text = run.workspace.skill_file(rest[0]).read_text(encoding="utf-8")
     return propose_ahead(run, rest[0], text, run.baselines[rest[0]])
@@ -116,16 +125,17 @@ def continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None 
     if finished(run, skill):
         return SkillOutcome(skill, before, current, last_round, stop or Stop.MAX_ROUNDS)
     outcome = optimize_skill(run, skill, max_rounds=run.max_rounds - last_round, start_round=last_round + 1, on_round=update)
-    outcome.before = before
-    return outcome
+    return replace(outcome, before=before)
 
 
 def _merge(first: SkillOutcome, extra: SkillOutcome) -> SkillOutcome:
     return SkillOutcome(first.skill, first.before, extra.after, first.rounds + extra.rounds, extra.stop,
-                        first.kept + extra.kept, first.reverted + extra.reverted)
+                        first.kept + extra.kept, first.reverted + extra.reverted, ends_run=extra.ends_run)
 
 
-def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) -> None:
+def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) -> SkillOutcome:
+    """🔴 the skill's result: a diff, each dimension before and after, every decision; a no restores the original.
+    The outcome as the person left it (restored, or ending the run when nobody answered)."""
     after = run.workspace.skill_file(skill).read_bytes()
     diff = "".join(difflib.unified_diff(before.decode().splitlines(True), after.decode().splitlines(True),
                                         f"{skill}/SKILL.md (before)", f"{skill}/SKILL.md (after)")) or "(no change)\n"
@@ -137,14 +147,15 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
                f"{_decisions_table(run, skill)}\n\n```diff\n{diff}```")
     create_markdown_artifact(summary, key=f"skill-{_key(skill)}", description=f"Phase 2 result for {skill}")
     answer = run.ask(f"skill-{skill}", summary)
-    if not answer.approved and not answer.timed_out:
+    if answer.timed_out:
+        return replace(outcome, ends_run=f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'")
+    if not answer.approved:
         run.editor.restore_original(skill)
         tasks.record_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
                          measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
-        outcome.after, outcome.stop = outcome.before, Stop.USER_REJECTED
-        outcome.reverted, outcome.kept = outcome.reverted + outcome.kept, 0  # the summary says what the skill ends with
-    elif answer.timed_out:
-        run.stopped = f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'"
+        # the summary says what the skill ends with: the original, every kept edit undone
+        return replace(outcome, after=outcome.before, stop=Stop.USER_REJECTED, reverted=outcome.reverted + outcome.kept, kept=0)
+    return outcome
 
 
 def _order(dim: str) -> int:
@@ -170,24 +181,25 @@ def _key(skill: str) -> str:
     return key if key == skill else f"{key}-{hashlib.sha256(skill.encode()).hexdigest()[:8]}"
 
 
-def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
+def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> bool:
     """Phase 2.5: rewrite one bottleneck skill, only with a person's consent, kept only if it beats the saved best.
 
     Reached when two skills in a row stop in round 1 (🛑 asks first), or when a
     person chose "exploratory rewrite" at a skill's max-rounds checkpoint (that choice is the consent).
+    True when the rewrite was kept.
     """
     if not consented:
         answer = run.ask(f"rewrite-{skill}", f"🛑 STOP: two consecutive skills stopped in round 1. Rewrite {skill} "
                          "from scratch (kept only if it beats the saved best)?", default_approve=False)
         if not answer.approved:
             run.notices.append(f"exploratory rewrite of {skill} proposed, not approved ({answer.answered_by})")
-            return
+            return False
     current = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     atomic_write(run.run_dir / skill / "best-pre-rewrite.md", current)
     rewritten = run.backend.rewrite(current, skill, measure.skill_files(run, skill))
     if rewritten is None or len(rewritten) > 1.5 * len(current):
         run.notices.append(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
-        return
+        return False
     round_no = run.next_round(skill)
     run.editor.pre_edit(skill)
     run.editor.write_skill(skill, rewritten)
@@ -197,10 +209,9 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> None:
         tasks.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
                               text="Phase 2.5 exploratory rewrite beat the saved best")
         run.best[skill] = trial.evaluation  # type: ignore[assignment]
-        if skill in run.outcomes:
-            run.outcomes[skill].after = run.incumbent_total(skill)
-        return
+        return True
     run.editor.rollback(skill)
     tasks.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
                      dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
                      text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
+    return False

@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.context import Run
+from flows.context import Run, SkillOutcome
 from scoring.dim8 import needs_full_test
 from scoring.governance.meta_review import meta_review
 from scoring.governance.report import RunFacts, chart_png, latest_runs, render
@@ -17,18 +17,19 @@ from workspace.governance_records import mode_history, write_meta_review, write_
 from workspace.manifest import rotate_backups
 
 
-def report(run: Run) -> Path:
+def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None) -> Path:
+    """Phase 5: the run's report from its rows (``outcomes``: Phases 2–3's; ``stopped``: why the run stopped early)."""
     frame = mode_history(run.workspace)
-    this_run = frame[frame["skill"].isin(list(run.baselines) + list(run.outcomes))] if not frame.empty else frame
+    this_run = frame[frame["skill"].isin(list(run.baselines) + list(outcomes))] if not frame.empty else frame
     usage = run.backend.usage.totals() if run.backend.usage else {}
     notices = list(run.notices)
     eval_modes = [str(m) for m in latest_runs(this_run)["eval_mode"]] if not this_run.empty else []
     if run.mode == "full" and needs_full_test(eval_modes):
-        notices.append(_counter_example_6(run))
-    if run.stopped:
-        notices.append(f"run stopped early: {run.stopped}")
+        notices.append(_counter_example_6(run, outcomes))
+    if stopped:
+        notices.append(f"run stopped early: {stopped}")
     if run.backend.name == "offline":
-        notices += _needs_a_model(run)
+        notices += _needs_a_model(run, outcomes)
     facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.config.consumer.describe(),
                      usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run))
@@ -57,12 +58,12 @@ def _totals(run: Run) -> tuple[str, ...]:
     return tuple(f"{skill}: {card.score.explained}" for skill, card in cards.items() if card is not None)
 
 
-def _needs_a_model(run: Run) -> list[str]:
+def _needs_a_model(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
     """Offline, Luban only makes mechanical fixes: say, per skill, which dimensions under full marks need a model."""
     from judges.offline_strategies import MECHANICAL, dims_needing_a_model
 
     found = []
-    for skill in sorted(set(run.outcomes) | set(run.baselines)):
+    for skill in sorted(set(outcomes) | set(run.baselines)):
         need = dims_needing_a_model(run.incumbent(skill).means())
         if need:
             found.append(f"{skill}: {', '.join(need)} need a model (set OPENAI_API_KEY or OPENAI_BASE_URL); offline, "
@@ -70,9 +71,9 @@ def _needs_a_model(run: Run) -> list[str]:
     return found
 
 
-def _counter_example_6(run: Run) -> str:
+def _counter_example_6(run: Run, outcomes: dict[str, SkillOutcome]) -> str:
     """Over 30 % of dim8 scores were dry runs: run one real full test before reporting, or say why none ran."""
-    skill = next(iter(run.outcomes or run.baselines), None)
+    skill = next(iter(outcomes or run.baselines), None)
     if run.backend.name == "offline" or skill is None:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
                 f"({run.backend.name} backend): dim8 is not a measured result in this report")
@@ -87,16 +88,16 @@ def _counter_example_6(run: Run) -> str:
     return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"
 
 
-def review(run: Run) -> list[str]:
+def review(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
     """Phase 6: with ≥ 2 skills optimized, lessons to meta_learnings.md and oscillations to the profile."""
     ids: list[str] = []
-    optimized = [s for s, o in run.outcomes.items() if o.rounds > 0]
+    optimized = [s for s, o in outcomes.items() if o.rounds > 0]
     if len(optimized) >= 2:
         frame = latest_runs(mode_history(run.workspace))
         result = meta_review(frame[frame["skill"].isin(optimized)])
         if result is not None:
             ids = write_meta_review(run.workspace, result, len(optimized))
-    for skill in run.outcomes:
+    for skill in outcomes:
         pruned = rotate_backups(run.workspace, run.run_dir, skill)
         if pruned and run.manifest:
             run.manifest.pruned(backups=pruned)

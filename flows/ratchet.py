@@ -11,7 +11,7 @@ edit. Two kept rounds in a row under +2 are the ceiling signal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import NamedTuple
 
 from prefect.futures import PrefectFuture
@@ -45,11 +45,10 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
     small_gains = _small_gains_so_far(run, skill) if start_round > 1 else 0
     for round_no in range(start_round, last_round + 1):
         text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-        proposal, stop = next_proposal(run, skill, text, ahead)
+        proposal, stop, spent = next_proposal(run, skill, text, ahead)
         if stop is not None or proposal is None:
-            record_stop(run, skill, round_no, stop or Stop.NO_EDIT, proposal)
-            outcome.stop = stop or Stop.NO_EDIT
-            break
+            record_stop(run, skill, round_no, stop or Stop.NO_EDIT, proposal, spent)
+            return replace(outcome, stop=stop or Stop.NO_EDIT, ends_run=f"budget: {spent}" if spent else None)
         trial = attempt(run, skill, round_no, text, proposal)
         small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0  # kept rounds in a row
         ahead = _propose_after_keep(run, skill, proposal, trial) if trial.kept and small_gains < 2 and round_no < last_round else None
@@ -59,8 +58,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
         on_round(skill, round_no, trial.decision.verdict.value if trial.decision else trial.outcome.value)
         stop = trial.stop or (Stop.CEILING if small_gains >= 2 else None)
         if stop is not None:
-            outcome.stop = stop
-            break
+            return replace(outcome, stop=stop, ends_run=f"budget: {trial.why}" if stop is Stop.BUDGET else None)
     return outcome
 
 
@@ -120,14 +118,13 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
                                        "to_version": run.commit() or "kept", "reason": trial.reason})
     if trial.freeze:
         freeze(run, skill, "Safety red line hit by a judge", rounds=None)
-    if trial.stop is Stop.BUDGET:
-        run.stopped = f"budget: {trial.why}"
 
 
-def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Proposal | None) -> None:
-    """The round that found no edit to try, and why: each dimension's refusals (guards, budget, repeats) when any."""
+def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Proposal | None, spent: str = "") -> None:
+    """The round that found no edit to try, and why: each dimension's refusals (guards, budget, repeats) when any;
+    ``spent`` says which budget ran out."""
     if stop is Stop.BUDGET:
-        why = run.stopped or "LLM budget reached"
+        why = f"budget: {spent}" if spent else "LLM budget reached"
     elif proposal is not None and proposal.refusals:
         why = proposal.reason if stop is Stop.PROPOSER_UNAVAILABLE else f"no edit passed its checks: {proposal.reason}"
     else:
@@ -135,19 +132,20 @@ def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Propo
     tasks.record_row(run, skill, round_no, Status.SKIP, None, stop=stop, text=why[:2000])
 
 
-def next_proposal(run: Run, skill: str, text: str, ahead: ProposalAhead | None) -> tuple[Proposal | None, Stop | None]:
-    """The round's checked edit (the one asked ahead when it was asked for this very text), or why there is none."""
+def next_proposal(run: Run, skill: str, text: str,
+                  ahead: ProposalAhead | None) -> tuple[Proposal | None, Stop | None, str]:
+    """The round's checked edit (the one asked ahead when it was asked for this very text), or why there is none;
+    and, when asking for it found the LLM budget spent, which budget (the run stops after this skill)."""
     try:
         proposal = ahead.proposal.result() if ahead and ahead.text == text else propose_for(run, skill, text, run.best[skill])
     except BudgetExhausted as err:
-        run.stopped = f"budget: {err}"
-        return None, Stop.BUDGET
+        return None, Stop.BUDGET, str(err)
     for refusal in (proposal.refusals if proposal else ()):
         if "boilerplate:" in refusal:
             run.notices.append(f"{skill}: refused a proposed edit as {refusal}")
     if proposal is None or proposal.edit is None:
-        return proposal, Stop.PROPOSER_UNAVAILABLE if proposal is not None and proposal.unavailable else Stop.NO_EDIT
-    return proposal, None
+        return proposal, Stop.PROPOSER_UNAVAILABLE if proposal is not None and proposal.unavailable else Stop.NO_EDIT, ""
+    return proposal, None, ""
 
 
 def ever_reverted(run: Run, skill: str) -> bool:

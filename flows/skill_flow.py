@@ -128,11 +128,11 @@ def measure_incumbent(run: Run, skill: str, progress: tuple) -> None:
 
 
 def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict[str, Any]:
-    """What the batch needs back from a child: the outcome (None: the budget ran out mid-skill), a run-wide stop,
-    notices, the skill's samples (the held-out gate and the skill's summary read them) and the blocks its kept edits
-    inserted (the boilerplate rule)."""
+    """What the batch needs back from a child: the outcome (None: the budget ran out mid-skill; a stop that ends the
+    batch is in it), notices, the skill's samples (the held-out gate and the skill's summary read them) and the blocks
+    its kept edits inserted (the boilerplate rule)."""
     done = asdict(outcome) | {"stop": outcome.stop.value} if outcome is not None else None
-    return {"outcome": done, "stopped": run.stopped, "notices": run.notices,
+    return {"outcome": done, "notices": run.notices,
             "inserted": sorted(block for block, owner in run.inserted.items() if owner == skill)
             } | ledger_record(run.ledger, skill)
 
@@ -153,7 +153,6 @@ def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
     for block in record["inserted"]:
         run.inserted.setdefault(block, skill)
     run.notices.extend(record["notices"])
-    run.stopped = run.stopped or record["stopped"]
     if record.get("budget"):
         raise BudgetExhausted(record["budget"])  # raised once every skill's work is merged (flows/fan_out.py)
     fields = dict(record["outcome"])
