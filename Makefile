@@ -12,6 +12,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# The JUnit XML schema the score tests validate against: junit-10.xsd from the source distribution of the pytest
+# installed above (pytest checks its own --junitxml with it); fetched from the package index like any dependency.
+JUNIT_XSD := $(VENV)/share/luban-test-schemas/junit-10.xsd
+$(JUNIT_XSD): $(STAMP)
+	rm -rf $(VENV)/share/luban-test-schemas/sdist && mkdir -p $(VENV)/share/luban-test-schemas/sdist
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: \
+		"pytest==$$($(BIN)/python -c 'import pytest; print(pytest.__version__)')" -d $(VENV)/share/luban-test-schemas/sdist
+	tar -xzf $(VENV)/share/luban-test-schemas/sdist/pytest-*.tar.gz -C $(VENV)/share/luban-test-schemas/sdist
+	cp $(VENV)/share/luban-test-schemas/sdist/pytest-*/testing/example_scripts/junit-10.xsd $@
+	rm -rf $(VENV)/share/luban-test-schemas/sdist
+
 install: $(STAMP)
 
 BENCH_STAMP := $(VENV)/.bench
@@ -48,7 +59,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: $(STAMP) browser lint
+test: $(STAMP) $(JUNIT_XSD) browser lint
 	$(BIN)/python -m pytest -n 4
 
 # The full pipeline on a scratch copy of skills/ (git-ignored), offline, approvals automatic.

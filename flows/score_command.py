@@ -6,11 +6,14 @@ imported only for `--changed`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from flows.score_config import RULES, ScoreConfig, Severity
 from scoring import SkillScore, UnreadableSkill
 from scoring.document import decode, parse
+from scoring.model import DimensionScore
 from scoring.rubric import score_document
 from workspace.skill_source import SkillSource, discover, read_skill
 
@@ -20,11 +23,20 @@ EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 @dataclass(frozen=True)
 class ScoreOptions:
     paths: tuple[str, ...]
-    fail_under: float | None = None
-    strict: bool = False
+    config: ScoreConfig = field(default_factory=ScoreConfig)
     changed: bool = False
     base: str | None = None
     allow_regression: bool = False
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A finding the configuration says does not apply here: shown as ignored, with the setting that said so."""
+
+    rule: str
+    line: int | None
+    message: str
+    why: str
 
 
 @dataclass
@@ -39,6 +51,7 @@ class SkillResult:
     base_path: str | None = None
     is_new: bool = False
     gate_failures: list[str] = field(default_factory=list)
+    ignored: list[Ignored] = field(default_factory=list)
 
     @property
     def gated_value(self) -> float | None:
@@ -77,15 +90,17 @@ def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
 
 
 def collect(options: ScoreOptions) -> list[SkillResult]:
-    """Score every skill the options name; with --changed, also each one's version at base."""
+    """Score every skill the options name (with --changed, also each one's version at base); paths shown relative
+    to the configuration's root, and its ignores applied."""
     if options.changed:
-        return _collect_changed(options)
-    results = []
-    for item in discover(list(options.paths)):
-        source = item if isinstance(item, SkillSource) else read_skill(item)
-        score, error = score_source(source)
-        results.append(SkillResult(source, score, error))
-    return results
+        results = _collect_changed(options)
+    else:
+        results = []
+        for item in discover(list(options.paths)):
+            source = item if isinstance(item, SkillSource) else read_skill(item)
+            score, error = score_source(source)
+            results.append(SkillResult(source, score, error))
+    return [with_config(shown_relative(r, options.config.root), options.config) for r in results]
 
 
 def _collect_changed(options: ScoreOptions) -> list[SkillResult]:
@@ -106,19 +121,84 @@ def _collect_changed(options: ScoreOptions) -> list[SkillResult]:
     return results
 
 
+def relative(path: str, root: str) -> str:
+    """``path`` relative to ``root`` when it lies inside it (what GitHub, SARIF and JUnit readers place on a diff)."""
+    absolute = os.path.abspath(path)
+    inside = os.path.commonpath([absolute, os.path.abspath(root)]) == os.path.abspath(root)
+    return Path(os.path.relpath(absolute, root)).as_posix() if inside else path
+
+
+def shown_relative(result: SkillResult, root: str) -> SkillResult:
+    shown = relative(result.source.path, root)
+    if shown == result.source.path:
+        return result
+    error = result.error.replace(result.source.path, shown, 1) if result.error else None
+    return replace(result, source=replace(result.source, path=shown), error=error)
+
+
+def with_config(result: SkillResult, config: ScoreConfig) -> SkillResult:
+    """The result with what the configuration ignores for its path set aside (as ``ignored``): violations of an
+    ignored kind or naming a placeholder, and ignored dim1 checks (dim1 then scores as if they passed)."""
+    if result.score is None:
+        return result
+    ignoring = config.ignored_for(result.source.path)
+    ignored, kept = [], []
+    placeholders = {(r.line, r.target) for r in result.score.references if r.status == "missing"
+                    and config.is_placeholder(r.target)}
+    for violation in result.score.violations:
+        placeholder = violation.kind == "missing_reference" and any(line == violation.line and f"'{target}'" in
+                                                                    violation.message for line, target in placeholders)
+        if violation.kind in ignoring or placeholder:
+            why = ignoring.get(violation.kind) or f"a placeholder ({config.origins.get('placeholders', 'default')})"
+            ignored.append(Ignored(violation.kind, violation.line, violation.message, why))
+        else:
+            kept.append(violation)
+    dims, dropped = _dim1_without(result.score.dim("dim1"), ignoring)
+    ignored += dropped
+    if not ignored:
+        return result
+    score = SkillScore(result.score.skill, tuple(dims if d.dim == "dim1" else d for d in result.score.dims),
+                       tuple(kept), result.score.references, result.score.warnings)
+    return replace(result, score=score, ignored=ignored)
+
+
+def _dim1_without(dim1: DimensionScore, ignoring: dict[str, str]) -> tuple[DimensionScore, list[Ignored]]:
+    """dim1 scored without the checks the configuration ignores (10 when every other check passes)."""
+    dropped = [c for c in dim1.checks if not c.passed and f"dim1.{c.name}" in ignoring]
+    if not dropped:
+        return dim1, []
+    failed = [c for c in dim1.checks if not c.passed and c not in dropped]
+    reasons = tuple(f"{c.name}: {c.reason}" for c in failed) or (
+        f"all frontmatter checks pass but {len(dropped)} ignored by configuration",)
+    return (DimensionScore("dim1", 0 if failed else 10, dim1.source, reasons, dim1.checks, dim1.details),
+            [Ignored(f"dim1.{c.name}", None, c.reason, ignoring[f"dim1.{c.name}"]) for c in dropped])
+
+
+def severity(kind: str) -> Severity:
+    return RULES[kind][0] if kind in RULES else Severity.ERROR
+
+
 def apply_gates(results: list[SkillResult], options: ScoreOptions) -> int:
-    """Record each skill's gate failures and return the exit status (2 beats 1 beats 0)."""
+    """Record each skill's gate failures and return the exit status (2 beats 1 beats 0): an unreadable skill is 2;
+    an error-level finding (a merge marker), a score under fail-under, a regression, or with --strict any finding
+    is 1."""
     status = EXIT_OK
+    config = options.config
     for result in results:
         if result.score is None:
             status = EXIT_ERROR
             continue
         value = result.gated_value
         what = "total" if result.score.llm_scored else "deterministic subtotal"
-        if options.fail_under is not None and value is not None and value < options.fail_under:
-            result.gate_failures.append(f"{what} {value} is under --fail-under {options.fail_under}")
-        if options.strict and result.score.violations:
-            result.gate_failures.append(f"{len(result.score.violations)} violation(s) with --strict")
+        if config.fail_under is not None and value is not None and value < config.fail_under:
+            result.gate_failures.append(f"{what} {value} is under fail-under {config.fail_under:g} "
+                                        f"({config.origins.get('fail-under')})")
+        errors = [v for v in result.score.violations if severity(v.kind) is Severity.ERROR]
+        if errors:
+            result.gate_failures.append(f"{len(errors)} error-level finding(s): {', '.join(sorted({v.kind for v in errors}))}")
+        if config.strict and len(result.score.violations) > len(errors):
+            result.gate_failures.append(f"{len(result.score.violations) - len(errors)} warning(s) with strict "
+                                        f"({config.origins.get('strict')})")
         if options.changed and not options.allow_regression and result.regressed:
             assert result.base_score is not None
             base = result.base_score.total if result.score.llm_scored else result.base_score.deterministic_subtotal

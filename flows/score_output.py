@@ -1,16 +1,35 @@
-"""How `luban score` shows its results: rich tables, one JSON document, or GitHub annotations."""
+"""How `luban score` shows its results: rich tables, one JSON document, or GitHub annotations (JUnit XML and
+SARIF are in flows/score_formats.py). Every path is the one the gate was configured to show (relative)."""
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, TextIO
 
-from flows.score_command import SkillResult
+from flows.score_command import ScoreOptions, SkillResult, severity
 from scoring import WEIGHTS, round1
 from scoring.formula import explain_total
 
-_ERROR_KINDS = {"merge_marker", "frontmatter_invalid", "escaping_reference"}
+
+def write(fmt: str, results: list[SkillResult], status: int, options: ScoreOptions, out: TextIO | None = None) -> None:
+    """The results in ``fmt`` (text, json, github, junit, sarif) on ``out`` (stdout)."""
+    out = out or sys.stdout
+    if fmt == "json":
+        write_json(results, status, out)
+    elif fmt == "github":
+        write_github(results, status, out, options)
+    elif fmt in ("junit", "sarif"):
+        from flows import score_formats
+
+        (score_formats.write_junit if fmt == "junit" else score_formats.write_sarif)(results, status, out, options)
+    else:
+        from rich.console import Console
+
+        if options.changed and not results:
+            out.write(f"no SKILL.md changed since {options.base}\n")
+        write_text(results, status, Console(file=out))
 
 
 def dim_deltas(result: SkillResult) -> dict[str, float | None]:
@@ -29,6 +48,7 @@ def to_json_entry(result: SkillResult) -> dict[str, Any]:
     entry: dict[str, Any] = {"skill": result.source.name, "path": result.source.path}
     entry.update(result.score.to_dict())
     entry["gate_failures"] = list(result.gate_failures)
+    entry["ignored"] = [{"rule": i.rule, "line": i.line, "message": i.message, "ignored_by": i.why} for i in result.ignored]
     if result.base_score is not None:
         entry["base"] = {
             "path": result.base_path,
@@ -55,6 +75,7 @@ def summary(results: list[SkillResult], status: int) -> dict[str, Any]:
         "scored": sum(r.score is not None for r in results),
         "errors": sum(r.score is None for r in results),
         "violations": sum(len(r.score.violations) for r in results if r.score),
+        "ignored": sum(len(r.ignored) for r in results),
         "gate_failures": sum(len(r.gate_failures) for r in results),
         "exit_status": status,
     }
@@ -63,7 +84,8 @@ def summary(results: list[SkillResult], status: int) -> dict[str, Any]:
 def summary_line(results: list[SkillResult], status: int) -> str:
     s = summary(results, status)
     verdict = {0: "passed", 1: "FAILED (gate)", 2: "FAILED (unscorable skill)"}[status]
-    return (f"{s['scored']} scored, {s['errors']} unscorable, {s['violations']} violation(s), "
+    ignored = f", {s['ignored']} ignored" if s["ignored"] else ""
+    return (f"{s['scored']} scored, {s['errors']} unscorable, {s['violations']} violation(s){ignored}, "
             f"{s['gate_failures']} gate failure(s): {verdict}")
 
 
@@ -99,7 +121,12 @@ def write_text(results: list[SkillResult], status: int, console) -> None:
             console.print(f"  unscored ({sum(d.weight for d in not_scored)} points): {names} — {not_scored[0].reasons[0]}")
         for violation in score.violations:
             where = f"{result.source.path}:{violation.line}" if violation.line else result.source.path
-            console.print(f"  [yellow]{where}[/] {violation.kind}: {violation.message}", highlight=False)
+            colour = "red" if severity(violation.kind).value == "error" else "yellow"
+            console.print(f"  [{colour}]{where}[/] {severity(violation.kind).value} {violation.kind}: {violation.message}",
+                          highlight=False)
+        for ignored in result.ignored:
+            where = f"{result.source.path}:{ignored.line}" if ignored.line else result.source.path
+            console.print(f"  [dim]{where} ignored {ignored.rule} ({ignored.why}): {ignored.message}[/]", highlight=False)
         if result.is_new:
             console.print("  new skill: nothing at the base revision to compare with")
         for failure in result.gate_failures:
@@ -123,24 +150,30 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def write_github(results: list[SkillResult], status: int, out: TextIO) -> None:
-    """Workflow-command annotations on stdout, and a Markdown table in the step summary."""
+def write_github(results: list[SkillResult], status: int, out: TextIO, options: ScoreOptions | None = None) -> None:
+    """Workflow-command annotations on stdout (level = the finding's severity; an ignored one as a notice), and a
+    Markdown table in the step summary (with --changed, each skill's before → after)."""
     for result in results:
         file = _escape_property(result.source.path)
         if result.score is None:
             out.write(f"::error file={file}::{_escape_data(result.error or 'could not be scored')}\n")
             continue
         for v in result.score.violations:
-            level = "error" if v.kind in _ERROR_KINDS else "warning"
             line = f",line={v.line}" if v.line else ""
-            out.write(f"::{level} file={file}{line},title={v.kind}::{_escape_data(v.message)}\n")
+            out.write(f"::{severity(v.kind).value} file={file}{line},title={v.kind}::{_escape_data(v.message)}\n")
+        for i in result.ignored:
+            line = f",line={i.line}" if i.line else ""
+            out.write(f"::notice file={file}{line},title=ignored {i.rule}::{_escape_data(f'{i.message} ({i.why})')}\n")
         for failure in result.gate_failures:
             out.write(f"::error file={file},title=luban gate::{_escape_data(failure)}\n")
     out.write(summary_line(results, status) + "\n")
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
+        from flows.score_formats import changed_summary
+
         with open(target, "a", encoding="utf-8") as handle:
-            handle.write(markdown_summary(results, status))
+            handle.write(changed_summary(results, status, options.base) if options and options.changed
+                         else markdown_summary(results, status))
 
 
 def markdown_summary(results: list[SkillResult], status: int) -> str:

@@ -138,3 +138,20 @@ def test_base_version_is_scored_with_its_own_files(repo: Path):
     entry = doc["skills"][0]
     assert [v["kind"] for v in entry["violations"]] == ["missing_reference"]
     assert entry["base"]["delta_dims"]["dim9"] == 4  # 1 line (3) -> 2 lines (7)
+
+
+def test_the_step_summary_shows_each_skill_before_and_after_and_the_checks_that_flipped(repo: Path, tmp_path: Path):
+    """What a reviewer reads on the pull request: one row per changed skill, readable at a glance."""
+    change(repo)
+    summary = tmp_path / "summary.md"
+    result = CliRunner().invoke(app, ["score", "--changed", "--base", "base", "--format", "github"],
+                                env={"COLUMNS": "200", "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_WORKSPACE": ""})
+    assert result.exit_code == 1  # the regression
+    text = summary.read_text(encoding="utf-8")
+    assert "| skill | total | dimensions that moved | checks flipped | gate |" in text
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if line.startswith("| ") and
+            not line.startswith("| skill") and "---" not in line}
+    assert set(rows) == {"improves", "regresses"}
+    assert "dim4 0 → 10" in rows["improves"] and "none |" in rows["improves"].split("dim4")[1]  # no check flipped
+    assert "❌ name" in rows["regresses"] and "dim1 10 → 0" in rows["regresses"] and "❌ " in rows["regresses"].split("|")[-2]
+    assert "(+" in rows["improves"] and "(-" in rows["regresses"]

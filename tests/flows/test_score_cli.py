@@ -110,16 +110,21 @@ def test_fail_under_gates_on_the_deterministic_subtotal(skills: Path):
     code, doc = run_json(str(skills), "--fail-under", "20")
     assert code == 1
     weak = doc["skills"][1]
-    assert weak["gate_failures"] == [f"deterministic subtotal {weak['deterministic_subtotal']} is under --fail-under 20.0"]
+    assert weak["gate_failures"] == [f"deterministic subtotal {weak['deterministic_subtotal']} is under fail-under 20 (flag --fail-under)"]
     assert doc["summary"]["exit_status"] == 1
 
 
-def test_strict_fails_on_violations(skills: Path):
+def test_a_merge_marker_fails_the_gate_and_strict_fails_on_warnings_too(skills: Path):
+    """The one table of severities (README): a marker is an error and fails the gate; a missing reference is a
+    warning, which fails it only under --strict."""
     write_skill(skills, "conflicted", GOOD.format(name="conflicted") + "<<<<<<< HEAD\n", {"references/guide.md": "x"})
-    assert run(str(skills / "conflicted"))[0] == 0
-    code, out = run(str(skills / "conflicted"), "--strict")
-    assert code == 1
-    assert "SKILL.md:20" in out and "merge_marker" in out
+    code, out = run(str(skills / "conflicted"))
+    assert code == 1 and "SKILL.md:20 error merge_marker" in out and "error-level finding(s): merge_marker" in out
+    write_skill(skills, "broken-ref", GOOD.format(name="broken-ref"))
+    code, out = run(str(skills / "broken-ref"))
+    assert code == 0 and "SKILL.md:19 warning missing_reference" in out
+    code, out = run(str(skills / "broken-ref"), "--strict")
+    assert code == 1 and "1 warning(s) with strict (flag --strict)" in out
 
 
 def test_unscorable_beats_gate_failure_in_the_exit_status(skills: Path):
@@ -132,7 +137,7 @@ def test_text_output_shows_a_table_violations_and_a_summary(skills: Path):
     code, out = run(str(skills))
     assert code == 0
     assert "good-skill" in out and "dim7 Overall" in out and "Frontmatter" in out
-    assert f"{skills / 'broken-ref' / 'SKILL.md'}:19 missing_reference: references 'references/guide.md'" in out
+    assert f"{skills / 'broken-ref' / 'SKILL.md'}:19 warning missing_reference: references 'references/guide.md'" in out
     assert "3 scored, 0 unscorable, 1 violation(s), 0 gate failure(s): passed" in out
 
 

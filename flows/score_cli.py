@@ -1,0 +1,77 @@
+"""`luban score`, the CI gate: its options, and the one path from them to an exit status.
+
+Imports nothing heavy at the top (no Prefect, openai or pandas): CI runs it on every push.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import NoReturn
+
+import typer
+
+
+class OutputFormat(StrEnum):
+    text = "text"
+    json = "json"
+    github = "github"
+    junit = "junit"
+    sarif = "sarif"
+
+
+def score(
+    paths: list[str] | None = typer.Argument(
+        None, help="SKILL.md files, skill directories, or directories searched recursively."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout (same as --format json)."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--format", help="text, json, github (annotations "
+                                               "+ step summary), junit (JUnit XML) or sarif (SARIF 2.1.0)."),
+    fail_under: float | None = typer.Option(
+        None, "--fail-under", help="Fail when a skill's deterministic subtotal (or total, once LLM dims are scored) is "
+        "below N (also LUBAN_FAIL_UNDER, fail-under in the configuration)."
+    ),
+    strict: bool | None = typer.Option(None, "--strict/--no-strict", help="Fail on warnings too (also LUBAN_STRICT, "
+                                       "strict in the configuration); errors always fail."),
+    ignore: list[str] | None = typer.Option(None, "--ignore", help="A rule that does not apply here (repeatable): a "
+                                            "check like dim1.what or a finding like missing_reference. Still shown."),
+    show_config: bool = typer.Option(False, "--show-config", help="Print the resolved configuration, where each value "
+                                     "came from (flag > environment > luban.toml / pyproject.toml > default), and exit."),
+    changed: bool = typer.Option(False, "--changed", help="Score only SKILL.md files changed since --base, and compare."),
+    base: str | None = typer.Option(None, "--base", help="Revision to compare against with --changed (e.g. origin/main)."),
+    allow_regression: bool = typer.Option(False, "--allow-regression", help="With --changed, do not fail when a skill got worse."),
+) -> None:
+    """Score skills with the deterministic rubric; exit 0 good, 1 gate failed, 2 usage error or unscorable skill."""
+    import os
+    from pathlib import Path
+
+    from flows.score_command import EXIT_ERROR, ScoreOptions, apply_gates, collect
+    from flows.score_config import ConfigError, resolve
+    from flows.score_output import write
+
+    try:
+        config = resolve({"fail-under": fail_under, "strict": strict, "ignore": ignore}, os.environ, Path.cwd())
+    except ConfigError as err:
+        usage_error(str(err))
+    if show_config:
+        typer.echo(config.shown())
+        raise typer.Exit(0)
+    if base is not None and not changed:
+        usage_error("--base goes with --changed: 'luban score --changed --base origin/main'")
+    if changed and base is None:
+        usage_error("--changed needs --base REV, the revision to compare against, e.g. --base origin/main")
+    if not paths and not changed:
+        usage_error("name at least one SKILL.md, skill directory or directory to search, e.g. 'luban score skills/'")
+    options = ScoreOptions(tuple(paths or ()), config, changed, base, allow_regression)
+    try:
+        results = collect(options)
+    except ValueError as err:  # RevisionError: a repository or revision that cannot be used
+        typer.echo(f"luban score: {err}", err=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    status = apply_gates(results, options)
+    write(OutputFormat.json.value if as_json else output_format.value, results, status, options)
+    raise typer.Exit(status)
+
+
+def usage_error(message: str, command: str = "score") -> NoReturn:
+    typer.echo(f"luban {command}: {message}", err=True)
+    raise typer.Exit(2)
