@@ -33,6 +33,7 @@ $(BENCH_STAMP): $(STAMP)
 # Benchmarks print ratios, not pass/fail (benchmarks/README.md); each takes a few minutes on 2 cores.
 bench-score: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/score_throughput.py
+	$(BIN)/python benchmarks/score_process.py
 
 bench-loop: $(STAMP)
 	$(BIN)/python benchmarks/loop_overhead.py

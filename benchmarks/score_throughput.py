@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from markdown_it import MarkdownIt  # noqa: E402 - after the sys.path and environment set-up above
 
 from scoring import score_skill  # noqa: E402 - after the sys.path and environment set-up above
-from scoring.document import markdown_tokens  # noqa: E402 - after the sys.path and environment set-up above
+from scoring.document import parse  # noqa: E402 - after the sys.path and environment set-up above
 from workspace.skill_source import SkillSource, read_skill  # noqa: E402 - after the sys.path and environment set-up above
 
 try:
@@ -99,10 +99,11 @@ def ratio(seconds: dict[str, list[float]], numerator: str, denominator: str) -> 
 def engines(sources: list[SkillSource]) -> dict[str, Callable[[int], None]]:
     """The ways to process the same in-memory file, by its index: the three compared, and the scorer's parse alone.
 
-    The scorer's parse is markdown-it-py as the scorer configures it (the commonmark preset
-    without two core rules whose work the scorer does anyway: scoring/document.py), timed
-    against the floor in turns of its own, so the report shows how much of the scorer's
-    ratio that configuration accounts for.
+    The scorer's parse is scoring/document.py's ``parse``: markdown-it-py's commonmark preset
+    less the rules whose work the scorer does anyway or that cannot match the file, its
+    inline pass run only on blocks with inline markup, and the walk that collects headings,
+    paragraphs and links. It is timed against the floor in turns of its own, so the report
+    shows how much of the scorer's ratio it accounts for.
 
     Each result is dropped as soon as it is made, as `luban score` keeps only
     the small scores: holding 1 000 token streams would time the allocator.
@@ -114,7 +115,7 @@ def engines(sources: list[SkillSource]) -> dict[str, Callable[[int], None]]:
         parser.parse(items[index][0].decode("utf-8"))
 
     def scorer_parse(index: int) -> None:
-        markdown_tokens(items[index][0].decode("utf-8"))
+        parse(items[index][0].decode("utf-8"))
 
     def luban_scorer(index: int) -> None:
         data, name, files, _ = items[index]
@@ -144,7 +145,7 @@ def measure_set(label: str, sources: list[SkillSource], repeats: int) -> None:
     print(f"  scorer/parse_floor {floor_ratio:.3f}   ({verdict} the >= {SCORER_FLOOR_TARGET:.2f} target; "
           f"passes {min(per_pass):.3f} - {max(per_pass):.3f})")
     trimmed = timed_turns({name: every[name] for name in ("parse floor", "trimmed parse")}, len(sources), repeats)
-    print(f"  the scorer's own parse (the preset less normalize and text_join) runs at "
+    print(f"  the scorer's own parse and walk (scoring/document.py) runs at "
           f"{ratio(trimmed, 'trimmed parse', 'parse floor'):.3f}x the floor's speed, in turns of its own")
     print(f"  scorer/skills_ref  {ratio(seconds, 'luban scorer', 'skills-ref'):.2f}   "
           "(skills-ref checks frontmatter only; Luban scores the whole file)")

@@ -41,7 +41,12 @@ def score(
     allow_regression: bool = typer.Option(False, "--allow-regression", help="With --changed, do not fail when a skill got worse."),
 ) -> None:
     """Score skills with the deterministic rubric; exit 0 good, 1 gate failed, 2 usage error or unscorable skill."""
+    import gc
     import os
+
+    # Parsing allocates hundreds of thousands of short-lived, acyclic tokens; CPython's default sweeps the young
+    # generation every 700 allocations, about a tenth of this command's CPU on a large tree (benchmarks/score_process.py).
+    gc.set_threshold(50_000, 20, 100)
     from pathlib import Path
 
     from flows.score_command import EXIT_ERROR, ScoreOptions, apply_gates, collect

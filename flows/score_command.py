@@ -99,7 +99,7 @@ def collect(options: ScoreOptions) -> list[SkillResult]:
         for item in discover(list(options.paths)):
             source = item if isinstance(item, SkillSource) else read_skill(item)
             score, error = score_source(source)
-            results.append(SkillResult(source, score, error))
+            results.append(SkillResult(replace(source, data=None), score, error))  # the bytes are not needed again
     return [with_config(shown_relative(r, options.config.root), options.config) for r in results]
 
 

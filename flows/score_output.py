@@ -63,11 +63,12 @@ def to_json_entry(result: SkillResult) -> dict[str, Any]:
 
 
 def write_json(results: list[SkillResult], status: int, out: TextIO) -> None:
-    document = {
-        "skills": [to_json_entry(r) for r in results],
-        "summary": summary(results, status),
-    }
-    out.write(json.dumps(document, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    """One JSON document, ``{"skills": [...], "summary": {...}}``, one skill per line: written skill by skill, so a
+    tree of a thousand skills is never one string in memory (and compact: a third of the indented size and time)."""
+    out.write('{"skills": [')
+    for index, result in enumerate(results):
+        out.write(("\n" if index == 0 else ",\n") + json.dumps(to_json_entry(result), ensure_ascii=False))
+    out.write('\n],\n"summary": ' + json.dumps(summary(results, status), ensure_ascii=False) + "}\n")
 
 
 def summary(results: list[SkillResult], status: int) -> dict[str, Any]:

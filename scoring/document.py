@@ -20,6 +20,8 @@ Readings where RUBRIC.md is silent, recorded here as it asks:
 
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import unquote
@@ -36,6 +38,20 @@ MAX_BYTES = 2 * 1024 * 1024
 # regex replacement per line (decode() has already made every break LF).
 _PARSER = MarkdownIt("commonmark").disable("text_join")
 _PARSER_ON_NORMALIZED = MarkdownIt("commonmark").disable(["normalize", "text_join"])
+# The scorer's own walk takes the block structure first and runs markdown-it's inline parser only on the blocks
+# that hold inline markup: a block whose text has none of the characters any CommonMark inline rule other than
+# text and newline starts on (\\ ` * _ [ < &; an image needs its [) parses to text and line breaks alone, which
+# _plain_text renders exactly as render_inline would (tests/scoring/test_document_parse.py checks the two agree).
+# A block rule that cannot match anywhere in a body is left out of its parse: it would be tried, and fail, at every
+# line. Each needs one of these strings in the body to apply at all.
+_BLOCK_RULE_NEEDS = {"html_block": ("<",), "reference": ("[",), "blockquote": (">",), "fence": ("```", "~~~"),
+                     "heading": ("#",)}
+# ... or text of this shape: indented code needs four spaces or a tab somewhere; a thematic break three of * - _
+# (spaces between allowed); a setext underline a line of = or - alone (after indentation or '>').
+_BLOCK_RULE_LINES = {"code": re.compile(r" {4}|\t"),
+                     "hr": re.compile(r"([*_-])[ \t]*\1[ \t]*\1"),
+                     "lheading": re.compile(r"^[ \t>]*(?:=+|-+)[ \t]*$", re.MULTILINE)}
+_INLINE_MARKUP = re.compile(r"[\\`*_\[<&]")
 # libyaml's loader when PyYAML was built with it: same documents, same marks, ~10x faster.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TEXT_TOKENS = {"text", "text_special", "code_inline"}
@@ -190,7 +206,9 @@ def _failing_value_line(source: str) -> int:
 
 
 def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...]]:
-    tokens = markdown_tokens(body)
+    parser = _block_parser("\r" in body or "\0" in body, _rules_that_cannot_match(body))
+    env: dict[str, Any] = {}  # link reference definitions the block pass found, for the inline pass
+    tokens = parser.parse(body, env)
     headings: list[Heading] = []
     paragraphs: list[Paragraph] = []
     links: list[LinkTarget] = []
@@ -198,15 +216,43 @@ def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Parag
     for i, tok in enumerate(tokens):
         if tok.type != "inline" or i == 0:
             continue
+        marked = _INLINE_MARKUP.search(tok.content) is not None
+        if marked:
+            tok.children = []
+            parser.inline.parse(tok.content, parser, env, tok.children)
         opener = tokens[i - 1]
         first = (tok.map[0] if tok.map else 0) + line_offset + 1
-        if opener.type == "heading_open":
-            headings.append(Heading(int(opener.tag[1]), render_inline(tok.children or []), first))
-        elif opener.type == "paragraph_open":
-            last = (tok.map[1] if tok.map else 1) + line_offset
-            paragraphs.append(Paragraph(render_inline(tok.children or []), first, last))
-        links.extend(_targets(tok.children or [], body_lines, tok.map, first))
+        if opener.type in ("heading_open", "paragraph_open"):
+            text = render_inline(tok.children or []) if marked else _plain_text(tok.content)
+            if opener.type == "heading_open":
+                headings.append(Heading(int(opener.tag[1]), text, first))
+            else:
+                paragraphs.append(Paragraph(text, first, (tok.map[1] if tok.map else 1) + line_offset))
+        if marked:
+            links.extend(_targets(tok.children or [], body_lines, tok.map, first))
     return tuple(headings), tuple(paragraphs), tuple(links)
+
+
+def _rules_that_cannot_match(body: str) -> frozenset[str]:
+    absent = {rule for rule, needs in _BLOCK_RULE_NEEDS.items() if not any(n in body for n in needs)}
+    return frozenset(absent | {rule for rule, shape in _BLOCK_RULE_LINES.items() if not shape.search(body)})
+
+
+@functools.cache
+def _block_parser(normalize: bool, cannot_match: frozenset[str]) -> MarkdownIt:
+    """The commonmark preset for the scorer's walk: no text_join, no inline pass (run per block where needed), no
+    normalize where decode() already did its work, and none of the block rules that cannot match this body."""
+    return MarkdownIt("commonmark").disable(["text_join", "inline", *([] if normalize else ["normalize"]), *cannot_match])
+
+
+def _plain_text(content: str) -> str:
+    """render_inline's text for inline content without markup: markdown-it's newline rule drops the spaces before
+    each line break (not tabs) and the spaces and tabs after it, and a break renders as one space."""
+    if "\n" not in content:
+        return content.strip()
+    lines = content.split("\n")
+    middle = [line.lstrip(" \t").rstrip(" ") for line in lines[1:-1]]
+    return " ".join([lines[0].rstrip(" "), *middle, lines[-1].lstrip(" \t")]).strip()
 
 
 def markdown_tokens(body: str) -> list[Token]:

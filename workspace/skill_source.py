@@ -87,19 +87,40 @@ def read_skill(skill_file: Path) -> SkillSource:
 
 
 def list_files(skill_dir: Path) -> frozenset[str]:
-    """POSIX paths, relative to the skill directory, of the files a reference may name."""
+    """POSIX paths, relative to the skill directory, of the files a reference may name.
+
+    os.walk's top-down order and rules (a link to a directory is not entered), with os.scandir's entries read
+    once: a file's type comes with its directory listing, so only a symlink costs a system call."""
     root = skill_dir.resolve()
     listed: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(skill_dir):
-        dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
-        for filename in filenames:
-            full = Path(dirpath) / filename
-            if full.is_symlink() and not _inside(_resolve(full), root):
+    pending = [(os.fspath(skill_dir), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue  # as os.walk: a folder that cannot be listed holds nothing to reference
+        subfolders = []
+        for entry in entries:
+            if _is_dir(entry):
+                if entry.name not in _SKIP_DIRS and not entry.is_symlink():
+                    subfolders.append((entry.path, f"{prefix}{entry.name}/"))
+                continue
+            if entry.is_symlink() and not _inside(_resolve(Path(entry.path)), root):
                 continue  # a link out of the skill is not a file of the skill
-            listed.add(full.relative_to(skill_dir).as_posix())
+            listed.add(prefix + entry.name)
             if len(listed) >= _MAX_LISTED_FILES:
                 return frozenset(listed)
+        pending.extend(reversed(subfolders))
     return frozenset(listed)
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _resolve(path: Path) -> Path:
