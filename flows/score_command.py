@@ -138,14 +138,22 @@ def shown_relative(result: SkillResult, root: str) -> SkillResult:
 
 def with_config(result: SkillResult, config: ScoreConfig) -> SkillResult:
     """The result with what the configuration ignores for its path set aside (as ``ignored``): violations of an
-    ignored kind or naming a placeholder, and ignored dim1 checks (dim1 then scores as if they passed)."""
+    ignored kind or naming a placeholder, and ignored dim1 checks (dim1 then scores as if they passed). With
+    --changed, the base version is read under the same configuration, so an ignore never shows as a change."""
     if result.score is None:
         return result
     ignoring = config.ignored_for(result.source.path)
+    score, ignored = _without(result.score, ignoring, config)
+    base = _without(result.base_score, ignoring, config)[0] if result.base_score is not None else None
+    if score is result.score and base is result.base_score:
+        return result
+    return replace(result, score=score, ignored=ignored, base_score=base)
+
+
+def _without(score: SkillScore, ignoring: dict[str, str], config: ScoreConfig) -> tuple[SkillScore, list[Ignored]]:
     ignored, kept = [], []
-    placeholders = {(r.line, r.target) for r in result.score.references if r.status == "missing"
-                    and config.is_placeholder(r.target)}
-    for violation in result.score.violations:
+    placeholders = {(r.line, r.target) for r in score.references if r.status == "missing" and config.is_placeholder(r.target)}
+    for violation in score.violations:
         placeholder = violation.kind == "missing_reference" and any(line == violation.line and f"'{target}'" in
                                                                     violation.message for line, target in placeholders)
         if violation.kind in ignoring or placeholder:
@@ -153,13 +161,12 @@ def with_config(result: SkillResult, config: ScoreConfig) -> SkillResult:
             ignored.append(Ignored(violation.kind, violation.line, violation.message, why))
         else:
             kept.append(violation)
-    dims, dropped = _dim1_without(result.score.dim("dim1"), ignoring)
+    dim1, dropped = _dim1_without(score.dim("dim1"), ignoring)
     ignored += dropped
     if not ignored:
-        return result
-    score = SkillScore(result.score.skill, tuple(dims if d.dim == "dim1" else d for d in result.score.dims),
-                       tuple(kept), result.score.references, result.score.warnings)
-    return replace(result, score=score, ignored=ignored)
+        return score, []
+    return SkillScore(score.skill, tuple(dim1 if d.dim == "dim1" else d for d in score.dims), tuple(kept),
+                      score.references, score.warnings), ignored
 
 
 def _dim1_without(dim1: DimensionScore, ignoring: dict[str, str]) -> tuple[DimensionScore, list[Ignored]]:

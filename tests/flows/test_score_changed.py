@@ -155,3 +155,19 @@ def test_the_step_summary_shows_each_skill_before_and_after_and_the_checks_that_
     assert "dim4 0 → 10" in rows["improves"] and "none |" in rows["improves"].split("dim4")[1]  # no check flipped
     assert "❌ name" in rows["regresses"] and "dim1 10 → 0" in rows["regresses"] and "❌ " in rows["regresses"].split("|")[-2]
     assert "(+" in rows["improves"] and "(-" in rows["regresses"]
+
+
+def test_an_ignored_check_is_ignored_at_the_base_too_so_it_is_never_a_change(repo: Path):
+    """Both versions lack a when-cue and trigger words: with those checks ignored, dim1 must not move between them."""
+    path = repo / "skills" / "untouched" / "SKILL.md"
+    path.write_text(BASE_TEXT.format(name="untouched").replace(' Use when the user says "format this SQL".', ""))
+    r = git.Repo(repo)
+    r.git.add(A=True)
+    r.index.commit("no when-cue")
+    r.create_tag("without-when")
+    path.write_text(path.read_text() + "Never skip tests.\n")
+    result = invoke("--changed", "--base", "without-when", "--json", "--ignore", "dim1.when", "--ignore", "dim1.triggers")
+    entry = json.loads(result.stdout)["skills"][0]
+    assert entry["skill"] == "untouched" and entry["dims"]["dim1"]["score"] == 10
+    assert entry["base"]["delta_dims"]["dim1"] == 0, entry["base"]
+    assert sorted(i["rule"] for i in entry["ignored"]) == ["dim1.triggers", "dim1.when"]
