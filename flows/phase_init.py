@@ -6,6 +6,7 @@ import os
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from prefect import get_run_logger
 
@@ -101,7 +102,8 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
         if held is not None:
             held.release()
         raise
-    config = RunConfig(options, mode, consumer_verdict(mode, backend))  # type: ignore[arg-type]
+    verdict = recorded_verdict(workspace.root, marker, options.resume, backend) or consumer_verdict(mode, backend)
+    config = RunConfig(options, mode, verdict)  # type: ignore[arg-type]
     run = Run(config, workspace, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, manifest,
               flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
     run.notices += reasons + [n for n in (config.consumer.notice(),) if n and not config.consumer.blocks]
@@ -112,7 +114,8 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
         for stale in run_marker.close_abandoned(workspace.root, flow_run_id, now.isoformat()):
             run.notices.append(f"run {stale} had stopped without finishing (killed, or its machine lost): marked stopped"
                                + ("; this run continues its records" if options.resume else ""))
-        run_marker.save(workspace.root, flow_run_id, mode=mode, state="running", skills_dir=str(skills_dir))
+        run_marker.save(workspace.root, flow_run_id, mode=mode, state="running", skills_dir=str(skills_dir),
+                        consumer=verdict.record(verdict_models(backend)))
     run.notices += [f"{s}: an edit applied but never scored was rolled back (resume)" for s in undone]
     meta = meta_learnings.load(workspace.meta_learnings)
     run.preferred_dims = frozenset(e.fields["dim"] for e in meta.sections.get("高收益改动", []) if e.fields.get("dim"))
@@ -262,9 +265,23 @@ def _load_prompts(run: Run, path: Path):
         return None
 
 
+def verdict_models(backend) -> dict[str, Any]:
+    settings = getattr(backend, "settings", None)
+    return {"backend": backend.name, "target": getattr(settings, "target_model", None),
+            "judge": getattr(settings, "judge_model", None)}
+
+
+def recorded_verdict(workspace_root: Path, marker: dict[str, Any] | None, resume: bool, backend) -> ConsumerVerdict | None:
+    """The verdict a run executed again (its own marker) or resumed (the newest full run's) started with. Measured
+    again, it would cost the reference tasks' calls and, under noisy judges, could come out otherwise: the resumed
+    run would then not be configured as the run it continues."""
+    record = (marker or {}).get("consumer") or (run_marker.newest(workspace_root, "full", "consumer") if resume else None)
+    return ConsumerVerdict.from_record(record, verdict_models(backend)) if isinstance(record, dict) else None
+
+
 def consumer_verdict(mode: str, backend) -> ConsumerVerdict:
     """Full mode, online: the target model's bare capability decides continue / quick / lite / block, once, in
-    Phase 0 (its calls are cached in the workspace: a resumed run reads the same verdict at no cost)."""
+    Phase 0 (a resumed run reads the verdict back from the records: ``recorded_verdict``)."""
     if mode != "full":
         return ConsumerVerdict.not_tested("quick mode")
     if backend.name == "offline":

@@ -74,6 +74,18 @@ class ConsumerVerdict:
     def not_tested(cls, why: str) -> ConsumerVerdict:
         return cls(untested=why)
 
+    def record(self, models: dict[str, Any]) -> dict[str, Any]:
+        """What the run's marker keeps: the verdict and the models it was measured with."""
+        return {"capability": self.capability, "response": self.response.value, "untested": self.untested,
+                "models": models}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any], models: dict[str, Any]) -> ConsumerVerdict | None:
+        """The recorded verdict, when it was measured with these same models (else None: measure again)."""
+        if record.get("models") != models or record.get("response") not in {r.value for r in Response}:
+            return None
+        return cls(record.get("capability"), Response(record["response"]), str(record.get("untested", "")))
+
     @property
     def quality(self) -> Quality:
         return {Response.QUICK: Quality.QUICK, Response.LITE: Quality.LITE}.get(self.response, Quality.NORMAL)

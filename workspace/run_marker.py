@@ -62,13 +62,18 @@ def close_abandoned(workspace_root: Path, current: str | None, seen: str) -> lis
 
 def latest_report_facts(workspace_root: Path, mode: str) -> dict[str, Any] | None:
     """The report facts the newest run of ``mode`` recorded at Phase 5 (branch, backups, notices), or None."""
+    return newest(workspace_root, mode, "report_facts")
+
+
+def newest(workspace_root: Path, mode: str, field: str) -> dict[str, Any] | None:
+    """``field`` (a mapping) as the newest run of ``mode`` that recorded it has it, or None."""
     markers = sorted((workspace_root / "runs").glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for path in markers:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("mode") == mode and isinstance(data.get("report_facts"), dict):
-            return data["report_facts"]
+        if isinstance(data, dict) and data.get("mode") == mode and isinstance(data.get(field), dict):
+            return data[field]
     return None
 

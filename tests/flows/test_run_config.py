@@ -47,3 +47,21 @@ def test_the_consumer_verdict_says_what_the_report_says(verdict: ConsumerVerdict
 
 def test_a_phase_end_goes_on_only_without_a_stop():
     assert GO_ON.goes_on and not PhaseEnd("stopped at the baseline checkpoint").goes_on
+
+
+def test_a_resumed_or_re_executed_run_keeps_the_verdict_it_started_with(tmp_path):
+    """Measured again, the consumer baseline would cost calls and could come out otherwise under noisy judges."""
+    from types import SimpleNamespace
+
+    from flows.phase_init import recorded_verdict, verdict_models
+    from workspace import run_marker
+
+    online = SimpleNamespace(name="openai", settings=SimpleNamespace(target_model="target-m", judge_model="judge-a"))
+    lite = ConsumerVerdict(3.0, Response.LITE)
+    run_marker.save(tmp_path, "killed-run", mode="full", state="running", consumer=lite.record(verdict_models(online)))
+    assert recorded_verdict(tmp_path, None, True, online) == lite  # --resume: the newest full run's verdict
+    assert recorded_verdict(tmp_path, None, False, online) is None  # a fresh run measures again
+    own = run_marker.load(tmp_path, "killed-run")
+    assert recorded_verdict(tmp_path, own, False, online) == lite  # a suspended run executed again: its own marker
+    other = SimpleNamespace(name="openai", settings=SimpleNamespace(target_model="target-2", judge_model="judge-a"))
+    assert recorded_verdict(tmp_path, None, True, other) is None  # measured with another target model: measure again
