@@ -132,10 +132,6 @@ class RunConfig:
         return self.consumer.quality
 
     @property
-    def approval(self) -> Approval:
-        return self.options.approval
-
-    @property
     def max_rounds(self) -> int:
         if self.quality is Quality.LITE:
             return 1
