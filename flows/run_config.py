@@ -70,6 +70,10 @@ class ConsumerVerdict:
     response: Response = Response.CONTINUE
     untested: str = ""
 
+    def __post_init__(self) -> None:
+        # a verdict handed to a child flow run arrives as JSON: its response is a plain string until made one here
+        object.__setattr__(self, "response", Response(self.response))
+
     @classmethod
     def not_tested(cls, why: str) -> ConsumerVerdict:
         return cls(untested=why)

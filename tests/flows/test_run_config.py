@@ -65,3 +65,14 @@ def test_a_resumed_or_re_executed_run_keeps_the_verdict_it_started_with(tmp_path
     assert recorded_verdict(tmp_path, own, False, online) == lite  # a suspended run executed again: its own marker
     other = SimpleNamespace(name="openai", settings=SimpleNamespace(target_model="target-2", judge_model="judge-a"))
     assert recorded_verdict(tmp_path, None, True, other) is None  # measured with another target model: measure again
+
+
+def test_a_verdict_handed_to_a_child_flow_run_as_json_is_the_same_verdict():
+    import json
+    from dataclasses import asdict
+
+    lite = ConsumerVerdict(3.0, Response.LITE)
+    received = ConsumerVerdict(**json.loads(json.dumps(asdict(lite))))
+    assert received == lite and received.response is Response.LITE and received.describe() == "3.0/10 → lite"
+    with pytest.raises(ValueError):
+        ConsumerVerdict(3.0, "sometimes")  # type: ignore[arg-type]  # the point: an unknown response is refused
