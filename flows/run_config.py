@@ -133,7 +133,19 @@ class RunConfig:
 
     @property
     def quality(self) -> Quality:
-        return self.consumer.quality
+        """How the run evaluates and edits, as the consumer verdict allows. An evaluation only reports the verdict:
+        it scores as asked, and neither degrades nor stops (that gate is for the optimizing that would follow)."""
+        return Quality.NORMAL if self.options.evaluate_only else self.consumer.quality
+
+    @property
+    def blocks(self) -> bool:
+        return self.consumer.blocks and not self.options.evaluate_only
+
+    def consumer_notice(self) -> str | None:
+        notice = self.consumer.notice()
+        if notice and self.options.evaluate_only:
+            return f"{notice} (an optimize run would act on it; this evaluation only reports it)"
+        return notice
 
     @property
     def max_rounds(self) -> int:

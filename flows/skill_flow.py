@@ -141,7 +141,8 @@ def ledger_record(ledger: Ledger, skill: str) -> dict[str, Any]:
     """The skill's samples, as JSON: what ``replace_skill`` puts back."""
     return {"texts": [[tid, _measured_json(m)] for (s, tid), m in ledger.texts.items() if s == skill],
             "held_out": [[tid, list(v)] for (s, tid), v in ledger.held_out.items() if s == skill],
-            "taken": [[kind, tid, n] for (kind, s, tid), n in ledger.taken.items() if s == skill]}
+            "taken": [[kind, tid, n] for (kind, s, tid), n in ledger.taken.items() if s == skill],
+            "fallbacks": dict(ledger.fallbacks.get(skill, {}))}
 
 
 def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
@@ -169,6 +170,7 @@ def replace_skill(ledger: Ledger, skill: str, record: dict[str, Any]) -> None:
     ledger.texts.update({(skill, tid): _measured(m) for tid, m in record["texts"]})
     ledger.held_out.update({(skill, tid): tuple(v) for tid, v in record["held_out"]})
     ledger.taken.update({(kind, skill, tid): n for kind, tid, n in record["taken"]})
+    ledger.replace_fallbacks(skill, record.get("fallbacks", {}))  # the child's rows have shown them
 
 
 def _measured_json(measured: Measured) -> dict[str, Any]:

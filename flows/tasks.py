@@ -29,14 +29,15 @@ def _given_key(context: Any, parameters: dict[str, Any]) -> str:
 
 @task(name="evaluate", cache_key_fn=_given_key, persist_result=True)
 def evaluate(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
-             prompts: list[TestPrompt], ever_reverted: bool = False, diff: str = "") -> Evaluation:
-    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff)  # type: ignore[arg-type]
+             prompts: list[TestPrompt], ever_reverted: bool = False, diff: str = "", first_reading: int = 0) -> Evaluation:
+    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff,  # type: ignore[arg-type]
+                            first_reading=first_reading)
 
 
 @task(name="measure-again", cache_key_fn=_given_key, persist_result=True)
 def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
-             prompts: list[TestPrompt], judges: int, dim8: bool) -> Resample:
-    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8)  # type: ignore[arg-type]
+             prompts: list[TestPrompt], judges: int, dim8: bool, first_reading: int = 0) -> Resample:
+    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8, first_reading)  # type: ignore[arg-type]
 
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
@@ -49,6 +50,9 @@ def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | Non
     refusals: list[str] = []
     attempts = 0
     for request in requests:
+        if backend.name != "offline" and attempts >= MAX_EDITOR_CALLS:
+            refusals.append(f"stopped after {attempts} editor calls without an edit that passes its checks")
+            break
         proposal = propose_checked(backend, request)
         if proposal.edit is not None or proposal.unavailable:
             return proposal
@@ -57,14 +61,21 @@ def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | Non
     return Proposal(None, None, attempts, tuple(refusals)) if requests else None
 
 
+# Editor calls one round may spend looking for an edit that passes its checks, over every dimension it tries: an
+# editor that has failed this often on one text (a small model that cannot quote the skill exactly, say) is not
+# going to find one by being asked about more dimensions, and each call costs a reply of up to its cap.
+MAX_EDITOR_CALLS = 6
+
+
 @task(name="design-test-prompts", cache_policy=NO_CACHE)
 def design_prompts(backend: Backend, text: str, skill: str) -> tuple[list[TestPrompt], str]:
     return backend.design_prompts(text, skill)
 
 
 @task(name="held-out-test", cache_key_fn=_given_key, persist_result=True)
-def held_out(backend: Backend, key: str, text: str, skill: str, files: frozenset[str], prompts: list[TestPrompt]) -> float | None:
-    return backend.held_out(text, skill, files, prompts)
+def held_out(backend: Backend, key: str, text: str, skill: str, files: frozenset[str], prompts: list[TestPrompt],
+             first_reading: int = 0) -> float | None:
+    return backend.held_out(text, skill, files, prompts, first_reading)
 
 
 @task(name="record-results-row", retries=2, retry_delay_seconds=0.2, cache_policy=NO_CACHE)

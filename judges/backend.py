@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from judges import fallbacks
 from judges.llm import LLMClient, Usage
 from judges.offline import heuristic_dim8, heuristic_structure, runtime_bound
 from judges.performance import (
@@ -28,15 +29,25 @@ from judges.performance import (
 )
 from judges.prompt_design import design_prompts, offline_prompts
 from judges.review import Review, needs_review, run_review
+from judges.server import ServerFacts
 from judges.settings import Settings
-from judges.structure_judge import Panel, Verdict, combine, judge_once, judge_panel
+from judges.structure_judge import Panel, Verdict, combine, judge_once
 from scoring.document import decode, normalize_text, parse
 from scoring.edits import Edit
 from scoring.model import DimensionScore, SkillScore
+from scoring.null_variants import null_variant
 from scoring.rubric import Mode, score_document
 from scoring.validation import scan_references
 from workspace.baseline_cache import BaselineCache
 from workspace.test_prompts import TestPrompt
+
+FULL_JUDGES = 2  # structure-judge calls in a full-mode evaluation (quick mode: one)
+
+
+def readings(mode: str, judges: int = 0, dim8: bool = True, evaluation: bool = False) -> int:
+    """Null variants a measurement reads: one per judge call, one for dim8 (or its dry run)."""
+    calls = (FULL_JUDGES if mode == "full" else 1) if evaluation else judges
+    return calls + int(dim8)
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,18 @@ class Evaluation:
     measurement: Measurement | None = None
     review: Review | None = None
 
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        """What this evaluation fell back on (judges unscored, grades unread, answers cut): counted by the run."""
+        return tuple(fallbacks.of_verdicts(self._verdicts()) + fallbacks.of_measurement(self.measurement)
+                     + fallbacks.of_review(self.review))
+
+    def void_replies(self) -> list[dict[str, str]]:
+        return fallbacks.void_replies(self._verdicts(), self.measurement.pairs if self.measurement else (), self.review)
+
+    def _verdicts(self) -> tuple[Verdict, ...]:
+        return (self.panel.verdicts if self.panel else ()) + ((self.orthogonality,) if self.orthogonality else ())
+
 
 @dataclass(frozen=True)
 class Resample:
@@ -61,6 +84,14 @@ class Resample:
 
     verdicts: tuple[Verdict, ...] = ()
     dim8: DimensionScore | None = None
+    measurement: Measurement | None = None
+
+    @property
+    def fallbacks(self) -> tuple[str, ...]:
+        return tuple(fallbacks.of_verdicts(self.verdicts) + fallbacks.of_measurement(self.measurement))
+
+    def void_replies(self) -> list[dict[str, str]]:
+        return fallbacks.void_replies(self.verdicts, self.measurement.pairs if self.measurement else ())
 
 
 @dataclass(frozen=True)
@@ -75,25 +106,30 @@ class ProposalRequest:
     is_rejected: Callable[[str, str], bool] = field(default=lambda old, new: False, compare=False)
     budget: float = 0.10
     allow_rename: bool = False  # a person's opt-in: the frontmatter name may change
-    # the skill that already received this inserted block in the run ("" when none): boilerplate is refused
-    inserted_elsewhere: Callable[[str], str] = field(default=lambda block: "", compare=False)
+    # the lines an edit inserts (normalized) -> the other skill that already received them or nearly the same lines
+    # in the run, and how alike ("" when none): boilerplate is refused
+    inserted_elsewhere: Callable[[tuple[str, ...]], str] = field(default=lambda units: "", compare=False)
 
 
 class Backend(Protocol):
     name: str
     usage: Usage | None
 
+    def server_facts(self) -> dict[str, Any]: ...
+
     def evaluate(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
-                 ever_reverted: bool = False, last_dim10_raw: float | None = None, diff: str = "") -> Evaluation: ...
+                 ever_reverted: bool = False, last_dim10_raw: float | None = None, diff: str = "",
+                 first_reading: int = 0) -> Evaluation: ...
 
     def resample(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
-                 judges: int, dim8: bool) -> Resample: ...
+                 judges: int, dim8: bool, first_reading: int = 0) -> Resample: ...
 
     def design_prompts(self, text: str, skill_name: str) -> tuple[list[TestPrompt], str]: ...
 
     def candidates(self, request: ProposalRequest, feedback: str | None) -> list[Edit]: ...
 
-    def held_out(self, text: str, skill_name: str, files: frozenset[str], prompts: list[TestPrompt]) -> float | None: ...
+    def held_out(self, text: str, skill_name: str, files: frozenset[str], prompts: list[TestPrompt],
+                 first_reading: int = 0) -> float | None: ...
 
     def rewrite(self, text: str, skill_name: str, files: frozenset[str]) -> str | None: ...
 
@@ -108,7 +144,12 @@ class OfflineBackend:
     name = "offline"
     usage: Usage | None = None
 
-    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="") -> Evaluation:
+    def server_facts(self) -> dict[str, Any]:
+        return {"backend": "offline"}
+
+    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="",
+                 first_reading=0) -> Evaluation:
+        """The heuristics read the text itself: they are exact, so a null variant would only be the same reading."""
         doc = parse(_text(text))
         refs = tuple(scan_references(doc, files))
         structure = heuristic_structure(doc, refs, runtime_bound(doc, skill_name))
@@ -118,7 +159,7 @@ class OfflineBackend:
         score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims, dim10=dim10)
         return Evaluation(score, "fallback_dry", 0)
 
-    def resample(self, text, skill_name, files, mode, prompts, judges, dim8) -> Resample:
+    def resample(self, text, skill_name, files, mode, prompts, judges, dim8, first_reading=0) -> Resample:
         """Nothing to add: the heuristics give the same text the same scores, so they are exact (never resampled)."""
         return Resample()
 
@@ -135,7 +176,7 @@ class OfflineBackend:
 
         return offline_rewrite(self, _text(text), skill_name, files)
 
-    def held_out(self, text, skill_name, files, prompts) -> float | None:
+    def held_out(self, text, skill_name, files, prompts, first_reading=0) -> float | None:
         """Offline there is no model to run: the held-out proxy is the heuristic workflow quality."""
         if not any(p.held_out for p in prompts):
             return None
@@ -153,21 +194,29 @@ class OnlineBackend:
         self.client = client or LLMClient(settings)
         self.usage: Usage | None = self.client.usage
 
+    def server_facts(self) -> dict[str, Any]:
+        """How the run talks to its server (dialects learned, slots, concurrency, caps), for run.json and the report."""
+        return {"backend": "openai", "base_url": self.settings.base_url or "the OpenAI API"} | self.client.facts()
+
     def _warnings(self) -> tuple[str, ...]:
         if self.settings.same_source:
             return (f"same-source warning: the editor and a judge are both '{self.settings.editor_model}' "
                     "(separate calls, but the design's red line 1 asks that it be shown)",)
         return ()
 
-    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="") -> Evaluation:
+    def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="",
+                 first_reading=0) -> Evaluation:
+        """The score card. Each judge and the dim8 measurement read their own null variant of the text, from
+        ``first_reading`` on (``readings``); the rules, the review and the references read the text itself."""
         text = _text(text)
         if mode == "full":
-            doc, refs, panel, measurement = self._judge_and_measure(text, files, prompts)
+            doc, refs, panel, measurement = self._judge_and_measure(text, files, prompts, first_reading)
         else:
             doc = parse(text)
             refs = tuple(scan_references(doc, files))
-            panel = judge_panel(self.client, [self.settings.judge_model], text, refs, self._warnings())
-            measurement = measure_dry_run(self.client, self.settings, text, prompts)
+            panel = combine([judge_once(self.client, self.settings.judge_model, "judge-1",
+                                        null_variant(text, first_reading), refs)], self._warnings())
+            measurement = measure_dry_run(self.client, self.settings, null_variant(text, first_reading + 1), prompts)
         dims = dict(panel.dims, dim8=measurement.dim8)
         review = None
         safety = dict(measurement.dim8.details).get("safety") if measurement.dim8.score is not None else None
@@ -180,7 +229,7 @@ class OnlineBackend:
         return Evaluation(score, measurement.eval_mode, panel.judge_count, panel.disagreements, veto,
                           bool(review and review.blocking), recheck, panel, measurement, review)
 
-    def _judge_and_measure(self, text: str, files: frozenset[str], prompts: list[TestPrompt]):
+    def _judge_and_measure(self, text: str, files: frozenset[str], prompts: list[TestPrompt], first_reading: int):
         """The two judges and the dim8 pairs share one pool of ``max_concurrency`` workers, pairs first.
 
         Nothing here waits on anything else but a grade on its runs. A pair is a
@@ -190,37 +239,40 @@ class OnlineBackend:
         the skill is parsed (for the judges' reference list and the rules) while
         they are in flight (benchmarks/loop_overhead.py).
         """
-        context = skill_context(text, files)
-        models = [self.settings.judge_model] * 2
+        context = skill_context(null_variant(text, first_reading + FULL_JUDGES), files)
+        models = [self.settings.judge_model] * FULL_JUDGES
         with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
             pairs = [pool.submit(measure_pair, self.client, self.settings, self.cache, context, p) for p in main_prompts(prompts)]
             doc = parse(text)
             refs = tuple(scan_references(doc, files))
-            verdicts = [pool.submit(judge_once, self.client, model, f"judge-{i + 1}", text, refs) for i, model in enumerate(models)]
+            verdicts = [pool.submit(judge_once, self.client, model, f"judge-{i + 1}", null_variant(text, first_reading + i), refs)
+                        for i, model in enumerate(models)]
             panel = combine([v.result() for v in verdicts], self._warnings())
             measurement = full_measurement([p.result() for p in pairs])
         return doc, refs, panel, measurement
 
-    def resample(self, text, skill_name, files, mode, prompts, judges, dim8) -> Resample:
+    def resample(self, text, skill_name, files, mode, prompts, judges, dim8, first_reading=0) -> Resample:
         """``judges`` fresh structure-judge calls and, with ``dim8``, dim8 once more, all side by side.
 
-        The same judge model and prompts as the evaluation, each call with its own
-        nonce: independent samples of the same text, which is what the keep
-        decision's noise estimate needs.
+        The same judge model and prompts as the evaluation, each reading its own
+        null variant of the text (``first_reading`` on, dim8 last): samples of the
+        judge's whole noise about the text, which is what the keep decision weighs.
         """
         text = _text(text)
         refs = tuple(scan_references(parse(text), files))
+        dim8_text = null_variant(text, first_reading + judges)
         with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
             measured = None
             if dim8 and mode == "full":
                 measured = pool.submit(lambda: full_measurement(
-                    measure_pairs(self.client, self.settings, self.cache, skill_context(text, files), main_prompts(prompts))))
+                    measure_pairs(self.client, self.settings, self.cache, skill_context(dim8_text, files), main_prompts(prompts))))
             elif dim8:
-                measured = pool.submit(measure_dry_run, self.client, self.settings, text, prompts)
-            calls = [pool.submit(judge_once, self.client, self.settings.judge_model, f"judge-{i + 3}", text, refs)
-                     for i in range(judges)]
+                measured = pool.submit(measure_dry_run, self.client, self.settings, dim8_text, prompts)
+            calls = [pool.submit(judge_once, self.client, self.settings.judge_model, f"judge-{i + 3}",
+                                 null_variant(text, first_reading + i), refs) for i in range(judges)]
             verdicts = tuple(c.result() for c in calls)
-            return Resample(verdicts, measured.result().dim8 if measured else None)
+            measurement = measured.result() if measured else None
+            return Resample(verdicts, measurement.dim8 if measurement else None, measurement)
 
     def _orthogonality(self, score: SkillScore, text: str, refs, safety, ever_reverted: bool) -> Verdict | None:
         """The design's heterogeneous re-check: shown, never counted among the standard judges."""
@@ -248,13 +300,14 @@ class OnlineBackend:
 
         return rewrite_online(self.client, self.settings.editor_model, _text(text))
 
-    def held_out(self, text, skill_name, files, prompts) -> float | None:
-        return held_out_score(self.client, self.settings, self.cache, _text(text), files, prompts)
+    def held_out(self, text, skill_name, files, prompts, first_reading=0) -> float | None:
+        return held_out_score(self.client, self.settings, self.cache, null_variant(_text(text), first_reading), files, prompts)
 
 
 def make_backend(settings: Settings, cache_dir: Path, usage: Usage | None = None,
-                 gate: Callable[[], AbstractContextManager[object]] | None = None) -> Backend:
-    """The offline stand-ins, or the model behind ``settings``; ``usage`` and ``gate`` as ``LLMClient`` takes them."""
+                 gate: Callable[[], AbstractContextManager[object]] | None = None, facts: ServerFacts | None = None) -> Backend:
+    """The offline stand-ins, or the model behind ``settings``; ``usage``, ``gate`` and ``facts`` as ``LLMClient``
+    takes them."""
     if settings.backend == "offline":
         return OfflineBackend()
-    return OnlineBackend(settings, BaselineCache(cache_dir), LLMClient(settings, usage, gate))
+    return OnlineBackend(settings, BaselineCache(cache_dir), LLMClient(settings, usage, gate, facts))

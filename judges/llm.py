@@ -1,17 +1,28 @@
 """The one place Luban calls a language model: the `openai` client, bounded and accounted for.
 
+- Every call has a reply cap (``max_tokens``) for its role; a reply cut there
+  comes back marked ``truncated`` (its text kept), for the caller to leave unscored.
+- Structured output is negotiated per server and model (``structured_output.py``).
 - Retries with exponential backoff and jitter on 429/5xx/connection errors,
   honouring ``Retry-After``, are the openai client's own (``max_retries``); an
-  auth error is not retried and becomes a message that names the variable.
+  error the same request would get again (a validation error, even one a server
+  sends as HTTP 500) is marked not to be retried, and is never "unavailable".
+- Concurrency: at most ``max_concurrency`` calls in flight, and no more than
+  the server's slots where it says how many it has. A server that works on
+  fewer calls than are sent queues the rest, so the read timeout allows for
+  the queue: ``timeout_seconds`` × ⌈calls in flight / slots⌉ (slots unknown:
+  1). A queued call then never times out and is sent again while the server
+  is still busy with the calls ahead of it — that resend is what made a
+  one-slot llama.cpp server fall further behind with every call.
 - A hard budget (calls and tokens) is checked before every call; a call that
   would exceed it raises ``BudgetExhausted`` and is never sent.
-- Concurrency is bounded by a semaphore of ``max_concurrency``.
-- Every call's model, tokens in/out, latency and outcome is recorded.
-- The API key is scrubbed from every message this module produces.
+- Every call's role, model, tokens, latency and outcome is recorded; the API
+  key is scrubbed from every message this module produces.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
@@ -20,7 +31,19 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from judges.settings import Settings
+from judges.server import ServerFacts
+from judges.settings import Role, Settings
+from judges.structured_output import (
+    Dialect,
+    Negotiation,
+    StepDown,
+    deterministic,
+    names_cap_parameter,
+    refuses_format,
+    response_format,
+)
+
+CONNECT_TIMEOUT = 10.0
 
 
 class LLMError(RuntimeError):
@@ -38,12 +61,13 @@ class BudgetExhausted(LLMError):
 
 @dataclass(frozen=True)
 class CallRecord:
-    role: str
+    role: str  # the call's label, e.g. judge:judge-1
     model: str
     tokens_in: int
     tokens_out: int
     latency_s: float
-    outcome: str  # ok | error kind
+    outcome: str  # ok | truncated | error kind
+    cap: int | None = None  # the reply cap it was sent with
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,16 @@ class Reply:
     model: str
     tokens_in: int
     tokens_out: int
+    finish_reason: str = "stop"
+    cap: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Cut at the reply cap: the text is the model's, but not all of what it meant to say."""
+        return self.finish_reason == "length"
+
+    def cut_note(self) -> str:
+        return f"reply cut at the cap of {self.cap} tokens (finish_reason 'length')"
 
 
 @dataclass
@@ -84,14 +118,18 @@ class Usage:
 
     def totals(self) -> dict[str, Any]:
         with self._lock:
-            return {
-                "calls": self.calls,
-                "tokens_in": sum(r.tokens_in for r in self.records),
-                "tokens_out": sum(r.tokens_out for r in self.records),
-                "latency_s": round(sum(r.latency_s for r in self.records), 3),
-                "failed": sum(r.outcome != "ok" for r in self.records),
-                "by_role": _count_by(self.records),
-            }
+            records = list(self.records)
+        return {
+            "calls": self.calls,
+            "tokens_in": sum(r.tokens_in for r in records),
+            "tokens_out": sum(r.tokens_out for r in records),
+            "latency_s": round(sum(r.latency_s for r in records), 3),
+            "failed": sum(r.outcome not in ("ok", "truncated") for r in records),
+            "truncated": sum(r.outcome == "truncated" for r in records),
+            "over_cap": sum(r.cap is not None and r.tokens_out > r.cap for r in records),
+            "by_role": _count_by(records),
+            "largest_reply_by_role": _largest_by(records),
+        }
 
 
 def _count_by(records: list[CallRecord]) -> dict[str, int]:
@@ -101,41 +139,73 @@ def _count_by(records: list[CallRecord]) -> dict[str, int]:
     return counts
 
 
+def _largest_by(records: list[CallRecord]) -> dict[str, dict[str, int | None]]:
+    """Each call label's largest reply and the cap it was sent with: a reply over its cap would show here."""
+    largest: dict[str, tuple[int, int | None]] = {}
+    for r in records:
+        if r.role not in largest or r.tokens_out >= largest[r.role][0]:
+            largest[r.role] = (r.tokens_out, r.cap)
+    return {role: {"tokens": tokens, "cap": cap} for role, (tokens, cap) in sorted(largest.items())}
+
+
+def _no_retry_when_deterministic(response: Any) -> None:
+    """An httpx response hook: a 5xx whose body is a validation error will be the same on every try, so the openai
+    client is told (its own ``x-should-retry`` header) not to retry it."""
+    if response.status_code >= 500 and "x-should-retry" not in response.headers:
+        response.read()
+        if deterministic(response.status_code, response.text):
+            response.headers["x-should-retry"] = "false"
+
+
 class LLMClient:
     """Chat completions against any OpenAI-compatible server."""
 
     def __init__(self, settings: Settings, usage: Usage | None = None,
-                 gate: Callable[[], AbstractContextManager[object]] | None = None):
+                 gate: Callable[[], AbstractContextManager[object]] | None = None, facts: ServerFacts | None = None):
         """``usage``: the budget calls are counted against (one per run unless a batch shares one across its
-        processes); ``gate``: a slot every call holds besides this process's own, e.g. a cluster-wide limit."""
-        from openai import OpenAI  # heavy: imported only when a model is really used
+        processes); ``gate``: a slot every call holds besides this process's own, e.g. a cluster-wide limit;
+        ``facts``: what the server said about itself (its slots), from ``judges.server.probe``."""
+        import openai  # heavy: imported only when a model is really used
 
         self.settings = settings
         self.usage = usage or Usage(settings.max_llm_calls, settings.max_tokens)
-        self._slots = threading.BoundedSemaphore(settings.max_concurrency)
+        self.slots = settings.server_slots or (facts.slots if facts else None)
+        self.concurrency = min(settings.max_concurrency, self.slots) if self.slots else settings.max_concurrency
+        self.read_timeout = settings.timeout_seconds * math.ceil(self.concurrency / (self.slots or 1))
+        self.formats = Negotiation(settings.structured_output)
+        self._slots = threading.BoundedSemaphore(self.concurrency)
         self._gate = gate or nullcontext
-        self._schema_ok = settings.structured_output != "off"
-        self._client = OpenAI(
+        self._cap_parameter: dict[str, str] = {}
+        self._client = openai.OpenAI(
             api_key=settings.api_key.reveal() or "not-needed",  # local servers accept any key
             base_url=settings.base_url,
-            timeout=settings.timeout_seconds,
+            timeout=openai.Timeout(self.read_timeout, connect=CONNECT_TIMEOUT),
             max_retries=settings.max_retries,
+            http_client=openai.DefaultHttpxClient(event_hooks={"response": [_no_retry_when_deterministic]}),
         )
 
     def scrub(self, text: str) -> str:
         key = self.settings.api_key.reveal()
         return text.replace(key, "***") if key else text
 
-    def chat(self, role: str, model: str, messages: list[dict[str, str]], schema: dict | None = None,
-             temperature: float = 0.0) -> Reply:
-        """One completion. Raises LLMError (never returns a half reply)."""
+    def facts(self) -> dict[str, Any]:
+        """How this run talks to the server: dialects learned, slots, concurrency, timeout (run.json, the report)."""
+        return self.formats.facts() | {"fallbacks": self.formats.fallbacks(), "slots": self.slots, "concurrency": self.concurrency,
+                                       "read_timeout_s": self.read_timeout,
+                                       "reply_caps": {r.value: self.settings.reply_cap(r) for r in Role}}
+
+    def chat(self, label: str, model: str, messages: list[dict[str, str]], *, role: Role, schema: dict | None = None,
+             temperature: float = 0.0, reply_cap: int | None = None) -> Reply:
+        """One completion, its reply capped at ``reply_cap`` (default: the role's). Raises LLMError (never returns a
+        half reply without saying so: a reply cut at the cap is ``truncated``)."""
+        cap = reply_cap or self.settings.reply_cap(role)
         self.usage.reserve()
         with self._slots, self._gate():
             started = time.monotonic()
             try:
-                response = self._create(model, messages, schema, temperature)
+                response = self._create(model, messages, schema, temperature, cap)
             except LLMError as err:
-                self.usage.record(CallRecord(role, model, 0, 0, time.monotonic() - started, err.kind))
+                self.usage.record(CallRecord(label, model, 0, 0, time.monotonic() - started, err.kind, cap))
                 raise
         latency = time.monotonic() - started
         usage = getattr(response, "usage", None)
@@ -143,27 +213,64 @@ class LLMClient:
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
         choices = getattr(response, "choices", None) or []
         text = (choices[0].message.content or "") if choices else ""
-        self.usage.record(CallRecord(role, model, tokens_in, tokens_out, latency, "ok"))
-        return Reply(text, model, tokens_in, tokens_out)
+        finish = str(getattr(choices[0], "finish_reason", None) or "stop") if choices else "stop"
+        reply = Reply(text, model, tokens_in, tokens_out, finish, cap)
+        self.usage.record(CallRecord(label, model, tokens_in, tokens_out, latency, "truncated" if reply.truncated else "ok", cap))
+        return reply
 
-    def _create(self, model: str, messages: list[dict[str, str]], schema: dict | None, temperature: float):
+    def _create(self, model: str, messages: list[dict[str, str]], schema: dict | None, temperature: float, cap: int):
+        request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+        if schema is None:
+            return self._send(request, cap)
+        dialect = self.formats.decided(model)
+        if dialect is not None:
+            return self._send(_formatted(request, dialect, schema), cap)
+        with self.formats.negotiating(model):  # one thread asks; the others wait for its answer
+            dialect = self.formats.decided(model)
+            if dialect is not None:
+                return self._send(_formatted(request, dialect, schema), cap)
+            return self._negotiate(model, request, schema, cap)
+
+    def _negotiate(self, model: str, request: dict[str, Any], schema: dict, cap: int):
+        """The ladder, richest first; a rung is left only when the server's answer refuses its format."""
         import openai
 
-        kwargs: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
-        if schema is not None and self._schema_ok:
-            kwargs["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+        ladder = self.formats.ladder
+        for rung, dialect in enumerate(ladder):
+            try:
+                response = self._send(_formatted(request, dialect, schema), cap, raw_errors=True)
+            except openai.APIStatusError as err:
+                body = _body(err)
+                if rung + 1 < len(ladder) and refuses_format(err.status_code, body):
+                    self.formats.step_down(StepDown(model, dialect, err.status_code, self.scrub(body)))
+                    continue
+                raise self._classify(err) from None
+            except openai.OpenAIError as err:
+                raise self._classify(err) from None
+            self.formats.settle(model, dialect)
+            return response
+        raise AssertionError("the ladder ends with a rung that sends no response_format")  # pragma: no cover
+
+    def _send(self, request: dict[str, Any], cap: int, raw_errors: bool = False):
+        """One request with its cap, in the parameter this model takes (max_tokens, or max_completion_tokens for
+        OpenAI's reasoning models, learned from its refusal like a dialect)."""
+        import openai
+
+        model = request["model"]
+        parameter = self._cap_parameter.get(model, "max_tokens")
+        capped: dict[str, Any] = request | {parameter: cap}
         try:
-            return self._client.chat.completions.create(**kwargs)
-        except openai.BadRequestError as err:
-            if "response_format" in kwargs and self.settings.structured_output == "auto":
-                self._schema_ok = False  # this server has no structured output: instruct and parse instead
-                kwargs.pop("response_format")
-                try:
-                    return self._client.chat.completions.create(**kwargs)
-                except openai.OpenAIError as again:
-                    raise self._classify(again) from None
-            raise self._classify(err) from None
+            try:
+                return self._client.chat.completions.create(**capped)
+            except openai.BadRequestError as err:
+                if parameter != "max_tokens" or not names_cap_parameter(_body(err)):
+                    raise
+                self._cap_parameter[model] = "max_completion_tokens"
+                retried: dict[str, Any] = request | {"max_completion_tokens": cap}
+                return self._client.chat.completions.create(**retried)
         except openai.OpenAIError as err:
+            if raw_errors and isinstance(err, openai.APIStatusError):
+                raise
             raise self._classify(err) from None
 
     def _classify(self, err: Exception) -> LLMError:
@@ -176,23 +283,52 @@ class LLMClient:
         if isinstance(err, openai.NotFoundError):
             return LLMError("bad_request", f"{where}: model or endpoint not found; check LUBAN_JUDGE_MODEL / "
                                            "LUBAN_TARGET_MODEL / LUBAN_EDITOR_MODEL and OPENAI_BASE_URL")
-        if isinstance(err, openai.BadRequestError):
-            return LLMError("bad_request", self.scrub(f"{where} rejected the request: {err}"))
+        if isinstance(err, openai.APIStatusError) and deterministic(err.status_code, _body(err)):
+            return LLMError("bad_request", self.scrub(f"{where} rejected the request (HTTP {err.status_code}, not "
+                                                      f"retried: the same request gets the same answer): {_body(err)[:300]}"))
         if isinstance(err, (openai.APITimeoutError, openai.APIConnectionError)):
-            return LLMError("unavailable", f"{where} did not answer ({type(err).__name__}) after "
-                                           f"{self.settings.max_retries} retries; check the server is up")
+            return LLMError("unavailable", f"{where} did not answer ({type(err).__name__}) within {self.read_timeout:g} s, "
+                                           f"after {self.settings.max_retries} retries; check the server is up "
+                                           "(luban doctor)")
         if isinstance(err, openai.APIStatusError):
             return LLMError("unavailable", self.scrub(f"{where} kept failing with HTTP {err.status_code} after "
                                                       f"{self.settings.max_retries} retries"))
         return LLMError("unavailable", self.scrub(f"{where}: {type(err).__name__}: {err}"))
 
 
-def skill_messages(system_template: str, skill_text: str) -> list[dict[str, str]]:
-    """The instructions as the system message, the skill as data inside a fresh random delimiter.
+def _formatted(request: dict[str, Any], dialect: Dialect, schema: dict) -> dict[str, Any]:
+    shaped = response_format(dialect, schema)
+    return request | {"response_format": shaped} if shaped is not None else request
 
-    The nonce is new on every call, so text inside the skill cannot close the
-    block and speak as the instructions (prompt injection).
+
+def _body(err: Exception) -> str:
+    """The server's own words for an error (its JSON body, else the message)."""
+    response = getattr(err, "response", None)
+    try:
+        text = response.text if response is not None else ""
+    except Exception:  # noqa: BLE001 - a body that cannot be read leaves the message to speak
+        text = ""
+    return text or str(err)
+
+
+def call_markers(nonce: str, *markers: str) -> str:
+    """The system message's last line: this call's data markers (``markers`` with ``{nonce}`` in them).
+
+    The nonce is new on every call, so text inside the data cannot close its
+    block and speak as the instructions (prompt injection). It stands after the
+    instructions, never inside them: every call then begins with the same
+    tokens, and a server's prompt cache (llama.cpp, vLLM, OpenAI) reuses them
+    instead of reading the rubric again on every judge call.
     """
+    shown = ", ".join(m.format(nonce=nonce) for m in markers)
+    return f"\n\nThis call's data markers: {shown}."
+
+
+SKILL_MARKERS = ("<skill-{nonce}> … </skill-{nonce}>",)
+
+
+def skill_messages(system: str, skill_text: str) -> list[dict[str, str]]:
+    """The instructions as the system message, the skill as data inside a fresh random delimiter (``call_markers``)."""
     nonce = secrets.token_hex(8)
-    return [{"role": "system", "content": system_template.format(nonce=nonce)},
+    return [{"role": "system", "content": system + call_markers(nonce, *SKILL_MARKERS)},
             {"role": "user", "content": f"<skill-{nonce}>\n{skill_text}\n</skill-{nonce}>"}]

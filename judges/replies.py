@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import json
 import re
+from enum import StrEnum
 from typing import Any
+
+
+class Unscored(StrEnum):
+    """Why a model's answer gave no score: each is a fallback the run counts and reports."""
+
+    TRUNCATED = "truncated"  # cut at the reply cap
+    UNPARSEABLE = "unparseable"  # no JSON, or not the shape asked for
+    FABRICATED = "fabricated quote"  # evidence not in the skill: the answer is void
+    NO_REPLY = "no reply"  # the call failed
 
 _DECODER = json.JSONDecoder()
 
@@ -36,6 +46,15 @@ def fold(text: str) -> str:
 
 def _strip_markup(text: str) -> str:
     return re.sub(r"[*_`>#|]", "", text)
+
+
+MIN_EVIDENCE = 8  # letters or digits a quote needs to be evidence: "...", "-" or "the" occur in any skill
+
+
+def substantive(quote: str) -> bool:
+    """A quote that could point at something: at least MIN_EVIDENCE letters or digits (a CJK character counts as one).
+    A model that copies the prompt's example (``"quotes": ["..."]``) quotes text every skill has, and proves nothing."""
+    return sum(ch.isalnum() for ch in quote) >= MIN_EVIDENCE
 
 
 def quote_in_text(quote: str, folded_text: str) -> bool:

@@ -13,6 +13,7 @@ from judges.backend import Evaluation, Resample
 from judges.structure_judge import Verdict
 from scoring.keep_decision import JUDGE_DIMS, Measured
 from scoring.model import DimensionScore
+from scoring.samples import PARTS
 
 
 def _judge_values(verdicts: tuple[Verdict, ...]) -> dict[str, list[float]]:
@@ -38,11 +39,20 @@ def evaluation_samples(evaluation: Evaluation) -> Measured:
             values[dim.dim] = _judge_values(evaluation.panel.verdicts)[dim.dim]
         else:
             values[dim.dim] = [dim.score]
+            values |= _parts(dim)
     return Measured.of(values, exact)
+
+
+def _parts(dim8: DimensionScore) -> dict[str, list[float]]:
+    """dim8's sub-scores from one measurement (its Accuracy, Safety and Compliance as the grader gave them)."""
+    details = dict(dim8.details)
+    found = {f"dim8.{name}": details.get(name) for name in ("accuracy", "safety", "compliance")}
+    return {part: [float(value)] for part, value in found.items() if isinstance(value, (int, float)) and part in PARTS}
 
 
 def resample_samples(resample: Resample) -> Measured:
     values = _judge_values(resample.verdicts)
     if resample.dim8 is not None and resample.dim8.score is not None and _sampled(resample.dim8):
         values["dim8"] = [resample.dim8.score]
+        values |= _parts(resample.dim8)
     return Measured.of(values)

@@ -11,6 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +28,12 @@ ENV_NAMES: dict[str, str] = {
     "timeout_seconds": "LUBAN_TIMEOUT_SECONDS",
     "max_retries": "LUBAN_MAX_RETRIES",
     "structured_output": "LUBAN_STRUCTURED_OUTPUT",
+    "server_slots": "LUBAN_SERVER_SLOTS",
+    "judge_reply_tokens": "LUBAN_JUDGE_REPLY_TOKENS",
+    "grader_reply_tokens": "LUBAN_GRADER_REPLY_TOKENS",
+    "target_reply_tokens": "LUBAN_TARGET_REPLY_TOKENS",
+    "editor_reply_tokens": "LUBAN_EDITOR_REPLY_TOKENS",
+    "designer_reply_tokens": "LUBAN_DESIGNER_REPLY_TOKENS",
     "llm_limit": "LUBAN_LLM_LIMIT",
     "llm_rate_limit": "LUBAN_LLM_RATE_LIMIT",
 }
@@ -34,6 +41,16 @@ ENV_NAMES: dict[str, str] = {
 
 class SettingsError(ValueError):
     pass
+
+
+class Role(StrEnum):
+    """What a call is for: each role has its own reply cap (``<role>_reply_tokens``)."""
+
+    JUDGE = "judge"  # the structure judges, the review panel, the orthogonality re-check
+    GRADER = "grader"  # dim8's grade of a pair of answers, and its dry-run estimate
+    TARGET = "target"  # the model that uses the skill, answering a test prompt
+    EDITOR = "editor"  # the proposer and the exploratory rewrite
+    DESIGNER = "designer"  # Phase 0.5's test prompts
 
 
 class Secret:
@@ -76,9 +93,18 @@ class Settings:
     max_concurrency: int = 4
     max_llm_calls: int = 500
     max_tokens: int = 2_000_000
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = 60.0  # one call, once the server works on it (queueing behind others is allowed for)
     max_retries: int = 4
-    structured_output: Literal["auto", "on", "off"] = "auto"
+    structured_output: Literal["auto", "json_schema", "json_object", "off", "on"] = "auto"
+    server_slots: int | None = None  # requests the server works on at once (None: llama.cpp's /props, else unknown)
+    # The cap on every reply, per role (max_tokens): a model that rambles stops there, and a reply cut at it is
+    # unscored as truncated. Sized for what each role must write: a judge's four rationales and quotes, a grade,
+    # an answer to a test prompt, one edit, four test prompts.
+    judge_reply_tokens: int = 1024
+    grader_reply_tokens: int = 384
+    target_reply_tokens: int = 768
+    editor_reply_tokens: int = 768
+    designer_reply_tokens: int = 768
     llm_limit: str | None = None  # a Prefect global concurrency limit every call takes a slot of (all workers)
     llm_rate_limit: str | None = None  # a Prefect global concurrency limit with slot decay: calls per second, all workers
     sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from), for `luban config`
@@ -87,6 +113,10 @@ class Settings:
     def backend(self) -> Literal["openai", "offline"]:
         """No key and no base URL: the offline stand-ins, and every score says so."""
         return "openai" if (self.api_key or self.base_url) else "offline"
+
+    def reply_cap(self, role: Role) -> int:
+        """The most tokens a reply in this role may have (the call's max_tokens)."""
+        return int(getattr(self, f"{role.value}_reply_tokens"))
 
     @property
     def same_source(self) -> bool:
@@ -110,7 +140,7 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
     try:
         if name == "api_key":
             return Secret(str(raw))
-        if kind == "int":
+        if kind in ("int", "int | None"):
             value: Any = int(raw)
             least = 0 if name == "max_retries" else 1
             if value < least:
@@ -121,8 +151,8 @@ def _coerce(name: str, raw: Any, origin: str) -> Any:
             if value <= 0:
                 raise ValueError("must be positive")
             return value
-        if name == "structured_output" and raw not in ("auto", "on", "off"):
-            raise ValueError("must be auto, on or off")
+        if name == "structured_output" and raw not in ("auto", "json_schema", "json_object", "off", "on"):
+            raise ValueError("must be auto, json_schema, json_object or off")
         return str(raw) if raw is not None else None
     except (TypeError, ValueError) as err:
         shown = "***" if name == "api_key" else repr(raw)

@@ -10,18 +10,21 @@ either judge flagging a Safety red line is a veto.
 
 from __future__ import annotations
 
+import copy
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from judges.llm import BudgetExhausted, LLMClient, LLMError
-from judges.replies import fold, last_json_object, quote_in_text
+from judges.llm import SKILL_MARKERS, BudgetExhausted, LLMClient, LLMError, call_markers
+from judges.replies import Unscored, fold, last_json_object, quote_in_text, substantive
 from judges.rubric_text import SAFETY_RED_LINE, STRUCTURE_DIMS, STRUCTURE_SCHEMA, STRUCTURE_SYSTEM
+from judges.settings import Role
 from scoring.model import DimensionScore, Reference, unscored
 
 DISAGREEMENT_GAP = 3
+QUOTE_NOT_FOUND = "quote not found"
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Verdict:
     unscored_reason: str | None = None
     raw: str = ""
     attempts: int = 0
+    unscored_kind: Unscored | None = None  # what kind of fallback an unscored verdict is (counted per run)
 
 
 def reference_evidence(refs: tuple[Reference, ...]) -> str:
@@ -50,14 +54,14 @@ def reference_evidence(refs: tuple[Reference, ...]) -> str:
 def build_messages(skill_text: str, refs: tuple[Reference, ...], nonce: str) -> list[dict[str, str]]:
     """The rubric and instructions in the system message; the skill, fenced as data, in the user message."""
     rubric = "\n".join(f"- {dim}: {text}" for dim, text in STRUCTURE_DIMS.items())
-    system = STRUCTURE_SYSTEM.format(nonce=nonce, rubric=rubric, safety=SAFETY_RED_LINE)
+    system = STRUCTURE_SYSTEM.format(rubric=rubric, safety=SAFETY_RED_LINE) + call_markers(nonce, *SKILL_MARKERS)
     user = (f"{reference_evidence(refs)}\n\n<skill-{nonce}>\n{skill_text}\n</skill-{nonce}>\n\n"
             "Score the skill above. Reply with the JSON object only.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(parsed answer, None) or (None, why it is void)."""
+    """(parsed answer, None) or (None, why it is void); ``void_kind`` names the kind of a reason."""
     answer = last_json_object(text)
     if answer is None:
         return None, "reply holds no JSON object"
@@ -77,8 +81,10 @@ def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, st
         if not isinstance(quotes, list) or not 1 <= len(quotes) <= 3 or not all(isinstance(q, str) for q in quotes):
             return None, f"{dim} needs 1 to 3 quotes from the skill"
         for quote in quotes:
+            if not substantive(quote):
+                return None, f"{dim} {QUOTE_NOT_FOUND}: {quote[:80]!r} is too short to be evidence"
             if not quote_in_text(quote, folded):
-                return None, f"{dim} quote not found in the skill (fabricated evidence voids the answer): {quote[:80]!r}"
+                return None, f"{dim} {QUOTE_NOT_FOUND} in the skill (fabricated evidence voids the answer): {quote[:80]!r}"
         parsed["scores"][dim] = round(float(score), 2)  # as given: rounding 6.7 to 7 would add noise of its own
         parsed["rationales"][dim] = str(entry.get("rationale", ""))
         parsed["quotes"][dim] = tuple(quotes)
@@ -87,24 +93,71 @@ def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, st
     return parsed, None
 
 
+def void_kind(problem: str) -> Unscored:
+    """A void answer's kind: evidence made up, or a reply that does not hold the answer."""
+    return Unscored.FABRICATED if problem.startswith(QUOTE_NOT_FOUND, problem.find(" ") + 1) else Unscored.UNPARSEABLE
+
+
+MAX_QUOTABLE = 200  # lines a schema offers as quotes: enough for any skill under the spec's 500 lines of body
+QUOTABLE_CHARS = 120
+
+
+def quotable(skill_text: str) -> list[str]:
+    """The skill's lines that can serve as evidence, as the quotes' enum: a server that enforces the schema with a
+    grammar (llama.cpp, vLLM, Ollama) then cannot emit a quote that is not in the skill, so a small model that would
+    copy the prompt's ``"..."`` picks real text instead. The quote check in code still applies to every reply."""
+    lines: list[str] = []
+    for line in skill_text.splitlines():
+        text = line.strip()[:QUOTABLE_CHARS].strip()
+        if substantive(text) and text not in lines and _plain(text):
+            lines.append(text)
+    return lines[:MAX_QUOTABLE]
+
+
+def _plain(text: str) -> bool:
+    """No quote, backslash or control character: llama-cpp-python escapes those wrongly in a grammar's literals, and
+    a grammar it cannot parse brings its whole server down (seen with 0.3.36)."""
+    return text.isprintable() and '"' not in text and "\\" not in text
+
+
+def structure_schema(skill_text: str) -> dict[str, Any]:
+    """STRUCTURE_SCHEMA with each quote one of the skill's own lines (when it has any)."""
+    lines = quotable(skill_text)
+    if not lines:
+        return STRUCTURE_SCHEMA
+    schema = copy.deepcopy(STRUCTURE_SCHEMA)
+    for entry in schema["properties"]["dims"]["properties"].values():
+        entry["properties"]["quotes"]["items"] = {"type": "string", "enum": lines}
+    return schema
+
+
 def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs: tuple[Reference, ...]) -> Verdict:
-    """One independent judge: up to two attempts, each a fresh call with a fresh nonce."""
-    problem: str | None = None
+    """One independent judge: up to two attempts, each a fresh call with a fresh nonce.
+
+    A reply cut at its cap is not asked again: at temperature 0 the same model rambles the same way."""
+    problem = ""
     raw = ""
     for attempt in (1, 2):
         nonce = secrets.token_hex(8)
         try:
-            reply = client.chat(f"judge:{judge}", model, build_messages(skill_text, refs, nonce), schema=STRUCTURE_SCHEMA)
+            reply = client.chat(f"judge:{judge}", model, build_messages(skill_text, refs, nonce), role=Role.JUDGE,
+                                schema=structure_schema(skill_text))
         except BudgetExhausted:
             raise
         except LLMError as err:
-            return Verdict(judge, model, unscored_reason=f"{judge}: no reply ({err.kind}): {err}", raw=raw, attempts=attempt)
+            return Verdict(judge, model, unscored_reason=f"{judge}: no reply ({err.kind}): {err}", raw=raw, attempts=attempt,
+                           unscored_kind=Unscored.NO_REPLY)
         raw = reply.text or ""
-        parsed, problem = parse_verdict(raw, skill_text)
+        if reply.truncated:
+            return Verdict(judge, model, unscored_reason=f"{judge}: {reply.cut_note()}", raw=raw, attempts=attempt,
+                           unscored_kind=Unscored.TRUNCATED)
+        parsed, found = parse_verdict(raw, skill_text)
         if parsed is not None:
             return Verdict(judge, model, parsed["scores"], parsed["rationales"], parsed["quotes"],
                            parsed["safety_red_line"], parsed["safety_reason"], None, raw, attempt)
-    return Verdict(judge, model, unscored_reason=f"{judge}: {problem} (asked twice)", raw=raw, attempts=2)
+        problem = found or "unreadable reply"
+    return Verdict(judge, model, unscored_reason=f"{judge}: {problem} (asked twice)", raw=raw, attempts=2,
+                   unscored_kind=void_kind(problem))
 
 
 @dataclass(frozen=True)
@@ -123,7 +176,8 @@ def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = ()) -> Panel:
     disagreements = []
     for dim in STRUCTURE_DIMS:
         if not scored:
-            dims[dim] = unscored(dim, "; ".join(v.unscored_reason or "" for v in verdicts) or "no judge ran")
+            dims[dim] = unscored(dim, "; ".join(v.unscored_reason or "" for v in verdicts) or "no judge ran",
+                                 tuple(v.raw for v in verdicts if v.raw))
             continue
         values = [v.scores[dim] for v in scored]
         gap = max(values) - min(values)

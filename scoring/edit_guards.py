@@ -10,7 +10,7 @@ is about, in words the proposer can act on (it gets them back as feedback).
 The guards, as the issue lists them: an edit may not
 - insert text inside a fenced or indented code block, an HTML block, a table,
   an inline code span or a link (replacing such a block whole is allowed);
-- split a paragraph or a list item;
+- split a paragraph or a list item (judged on the part of the edit that differs from what it replaces);
 - leave a heading with no content before the next heading of its level or higher;
 - delete or change a reference whose target exists (a path with a placeholder
   such as ``<style>`` whose folder exists is live, not dead);
@@ -102,19 +102,52 @@ def check_span(text: str, edited: str, span: Span, files: AbstractSet[str], allo
     return refusals
 
 
-BLOCK_MIN = 40  # characters (normalized) from which an inserted block counts as a block, not a tweak
+# Characters (normalized) from which an inserted line counts as content: a shorter one is a phrase any skill may need
+# ("STOP: confirm before merging", a heading), a longer one pasted into several skills is boilerplate.
+UNIT_MIN = 40
+# fuzz.ratio of two normalized lines from which they are one line with a word or a number changed. Measured on 36
+# real skills (1 072 lines of 40+ characters): 2.3 % of lines have a line at least this alike in another skill — the
+# same author's boilerplate copied between sibling skills (11 exact), or one template with a parameter changed
+# (viewport 960×540 / 1080×1440, a path's folder). At 70–84 the pairs say different things in the same words
+# ("read the corresponding theme file …" / "load the appropriate guideline file …").
+NEAR_DUPLICATE = 85
+_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?|^\s*#+\s+")
+_PUNCTUATION = re.compile(r"[^\w\s]")
 
 
-def inserted_block(text: str, edit: Edit) -> str:
-    """What the edit adds, normalized (lower case, one space), for telling one skill's insertion from another's;
-    empty when it adds less than ``BLOCK_MIN`` characters (a filler word removed, a heading level fixed)."""
+def inserted_units(text: str, edit: Edit, skill: str = "") -> tuple[str, ...]:
+    """The lines the edit adds, each normalized (lower case, list marker, checkbox and punctuation dropped, one space,
+    the skill's own name as ``<skill>``) for telling one skill's insertion from another's; only lines of
+    ``UNIT_MIN`` characters or more (a filler word removed or a heading level fixed adds none)."""
     old, new = edit.old, edit.new
     while old and new and old[0] == new[0]:
         old, new = old[1:], new[1:]
     while old and new and old[-1] == new[-1]:
         old, new = old[:-1], new[:-1]
-    block = " ".join(new.lower().split())
-    return block if len(block) >= BLOCK_MIN else ""
+    if old and not _WORDY.search(new):
+        return ()
+    units = (normalized_line(line, skill) for line in new.split("\n"))
+    return tuple(dict.fromkeys(u for u in units if len(u) >= UNIT_MIN))
+
+
+def normalized_line(line: str, skill: str = "") -> str:
+    text = _MARKER.sub("", line).lower()
+    for name in {skill.lower(), skill.lower().replace("-", " ").replace("_", " ")} - {""}:
+        text = text.replace(name, " skillname ")
+    return " ".join(_PUNCTUATION.sub(" ", text).split())
+
+
+def boilerplate(units: tuple[str, ...], elsewhere: dict[str, str], skill: str) -> str:
+    """'' when no unit was inserted in another skill; else which skill, how alike, and the line: the same line after
+    normalization, or one at least ``NEAR_DUPLICATE`` alike (a checklist pasted with one word changed per skill)."""
+    from rapidfuzz import fuzz, process
+
+    others = {unit: owner for unit, owner in elsewhere.items() if owner != skill}
+    for unit in units:
+        found = process.extractOne(unit, list(others), scorer=fuzz.ratio, score_cutoff=NEAR_DUPLICATE)
+        if found is not None:
+            return f"{others[found[0]]} ({found[1]:.0f} % alike: {unit[:60]!r})"
+    return ""
 
 
 def _line_starts(text: str) -> list[int]:
@@ -205,7 +238,11 @@ def _cuts_into(span: Span, low: int, high: int, inline: bool = False) -> bool:
 
 def _splits_block(text: str, before: SkillDocument, after: SkillDocument, span: Span) -> Iterator[Refusal]:
     """An edit inside one paragraph or list item must leave it one block: the same kind of block, from the same
-    first line to at least where its last line went (a blank line, a heading, a fence put in it cuts it in two)."""
+    first line to at least where its last line went (a blank line, a heading, a fence put in it cuts it in two).
+
+    What an edit changes is the part of its span that differs: a line replaced by itself plus a blank line and
+    more text is an insertion inside the paragraph, wherever the span began, and is judged as one."""
+    span = _changed_part(text, span)
     starts, after_starts = _line_starts(text), _line_starts(after.text)
     shift = len(span.new) - (span.end - span.start)
     after_blocks = list(_blocks(after.text, after))
@@ -221,6 +258,12 @@ def _splits_block(text: str, before: SkillDocument, after: SkillDocument, span: 
                           f"the edit puts new blocks inside one {kind} (lines {first}–{last}), cutting it in two; "
                           "add text at its end, or as a block of its own after it")
             return
+
+
+def _changed_part(text: str, span: Span) -> Span:
+    """The span less what its old and new text have in common at either end."""
+    inner = span_between(text[span.start:span.end], span.new)
+    return Span(span.start + inner.start, span.start + inner.end, inner.new)
 
 
 def _empty(doc: SkillDocument, text: str) -> Counter[str]:

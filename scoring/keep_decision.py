@@ -35,7 +35,11 @@ that fell vetoes (``benchmarks/judge_noise.py`` measures the false-keep rate).
 
 Noise is the pooled within-text variance of each dimension over every text
 measured in the run (``pooled_noise``): many texts, many degrees of freedom,
-far better than two samples' own spread. Under ``min_df`` degrees of freedom a
+far better than two samples' own spread. Every sample of a text is a reading of
+one of its null variants (``scoring/null_variants.py``), so that spread holds
+how the judge moves on changes that mean nothing, not only how it varies from
+call to call. An edit aimed at dim8 is read through the sub-score it moves
+(``through_accuracy``). Under ``min_df`` degrees of freedom a
 dimension's noise is unknown: it can neither establish a gain nor veto, and
 the flow measures again.
 """
@@ -44,127 +48,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass, replace
 
 from scoring.formula import round1
+from scoring.keep_values import JUDGE_DIMS, Decision, DimEvidence, DimStatus, KeepPolicy, Verdict, spending
 from scoring.model import WEIGHTS
-from scoring.samples import Measured, Noise, compare_means, pooled, pooled_noise, quantile
+from scoring.samples import PARTS, Measured, Noise, compare_means, pooled, pooled_noise, quantile
+
+DEFAULT_POLICY = KeepPolicy()  # the numbers benchmarks/judge_noise.py measured (frozen: one shared instance is safe)
 
 __all__ = ["JUDGE_DIMS", "Decision", "DimEvidence", "DimStatus", "KeepPolicy", "Measured", "Noise", "SamplePlan",
-           "Verdict", "compare_means", "decide", "evidence", "next_samples", "pooled", "pooled_noise", "spending"]
-
-JUDGE_DIMS: tuple[str, ...] = ("dim2", "dim3", "dim5", "dim6")  # one structure-judge call scores all four
-
-
-class Verdict(StrEnum):
-    KEEP = "keep"
-    REVERT = "revert"  # a confident non-improvement: a veto, or nothing rose where nothing is noisy
-    MORE = "more"  # undecided: measure both texts again
-    INCONCLUSIVE = "inconclusive"  # undecided at the cap: reverted, and the skill goes on
-
-
-class DimStatus(StrEnum):
-    GAIN = "gain"
-    LOSS = "loss"  # worse beyond its noise
-    EVEN = "even"  # exact, unchanged
-    WITHIN = "within"  # judged, neither a gain nor a loss yet
-    UNKNOWN = "unknown"  # judged, too few degrees of freedom to know its noise
-    UNMEASURED = "unmeasured"  # measured on one text only
-
-
-def spending(looks: int, last: float = 0.7) -> tuple[float, ...]:
-    """Shares of alpha per look: ``last`` at the cap, the rest evenly before it (a clear gain can stop early)."""
-    return (1.0,) if looks == 1 else tuple([(1 - last) / (looks - 1)] * (looks - 1) + [last])
-
-
-@dataclass(frozen=True)
-class KeepPolicy:
-    """The numbers behind the rule; the defaults are what ``benchmarks/judge_noise.py`` measured."""
-
-    alpha: float = 0.05  # one-sided: the chance that noise alone shows a gain, over all dimensions and looks
-    max_looks: int = 8  # the cap: looks at the evidence before an undecided edit is inconclusive
-    look_shares: tuple[float, ...] = spending(8)  # of alpha, spent at each look (Bonferroni across looks)
-    target_share: float = 0.7  # of each look's alpha, for the dimension the edit says it improves
-    veto_alpha: float = 0.05  # a loss beyond noise, split over the judged dimensions and the looks
-    margin: float = 1.0  # points a judged dimension may lose, at most, for a gain on exact dimensions alone
-    min_effect: float = 0.5  # a gain smaller than this (points on one dimension) is not worth an edit
-    min_df: int = 3  # degrees of freedom before a dimension's noise counts as known
-    judges_per_step: int = 4  # judge calls per text when more is measured
-    max_dim8: int = 2  # dim8 measurements of one text within a decision (two calls per test prompt each)
-
-    def __post_init__(self) -> None:
-        if not 0 < self.alpha < 0.5 or not 0 < self.veto_alpha < 0.5:
-            raise ValueError("alpha and veto_alpha must lie in (0, 0.5)")
-        if self.max_looks < 1 or len(self.look_shares) != self.max_looks:
-            raise ValueError(f"look_shares needs one share per look ({self.max_looks}), got {len(self.look_shares)}")
-        if any(s < 0 for s in self.look_shares) or not math.isclose(sum(self.look_shares), 1.0, abs_tol=1e-9):
-            raise ValueError(f"look_shares must be non-negative and sum to 1, got {self.look_shares}")
-        if not 0 < self.target_share < 1 or self.margin < 0 or self.min_df < 1 or self.judges_per_step < 1:
-            raise ValueError("target_share in (0, 1), margin ≥ 0, min_df ≥ 1 and judges_per_step ≥ 1")
-        if self.max_dim8 < 1:
-            raise ValueError("max_dim8 must be at least 1")
-
-
-@dataclass(frozen=True)
-class DimEvidence:
-    dim: str
-    n: tuple[int, int]  # candidate, incumbent
-    delta: float | None  # mean(candidate) − mean(incumbent)
-    status: DimStatus
-    se: float | None = None  # None: exact (or not measured on both)
-    lower: float | None = None  # the gain test's one-sided bound at this dimension's share of alpha
-    upper: float | None = None  # the veto's bound
-    sd: float | None = None  # the judge noise it was read against
-    df: int | None = None
-
-    def to_json(self) -> dict:
-        out: dict = {"n": list(self.n), "delta": _r(self.delta), "status": self.status.value}
-        for name in ("se", "lower", "upper", "sd"):
-            if getattr(self, name) is not None:
-                out[name] = _r(getattr(self, name))
-        if self.df is not None:
-            out["df"] = self.df
-        return out
-
-
-@dataclass(frozen=True)
-class Decision:
-    verdict: Verdict
-    reason: str
-    look: int
-    evidence: tuple[DimEvidence, ...]
-    total_delta: float | None  # the total of the candidate's means − the incumbent's, at one decimal
-    basis: str | None = None  # the dimension that decided it (the gain kept, or the loss vetoed)
-    need: frozenset[str] = field(default_factory=frozenset)  # with MORE: the dimensions worth measuring again
-    target: str | None = None  # the dimension the edit meant to improve
-    rule_only: bool = False  # the gain so far is on exact dimensions alone: every judged one must show non-inferiority
-
-    def of(self, dim: str) -> DimEvidence | None:
-        return next((e for e in self.evidence if e.dim == dim), None)
-
-    @property
-    def bound(self) -> float | None:
-        """The deciding dimension's bound in total points (weight × bound / 10): how much it says, at least."""
-        basis = self.of(self.basis) if self.basis else None
-        if basis is None:
-            return None
-        value = basis.delta if basis.se in (None, 0.0) else (basis.upper if basis.status is DimStatus.LOSS else basis.lower)
-        return None if value is None else round(WEIGHTS[basis.dim] * value / 10, 2)
-
-    def samples(self) -> str:
-        """'candidate/incumbent' samples of the deciding dimension (else of the most-sampled one)."""
-        chosen = self.of(self.basis) if self.basis else None
-        chosen = chosen or max(self.evidence, key=lambda e: sum(e.n), default=None)
-        return f"{chosen.n[0]}/{chosen.n[1]}" if chosen else ""
-
-    def to_json(self) -> dict:
-        return {"verdict": self.verdict.value, "look": self.look, "basis": self.basis, "reason": self.reason,
-                "total_delta": self.total_delta, "dims": {e.dim: e.to_json() for e in self.evidence}}
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+           "Verdict", "compare_means", "decide", "evidence", "next_samples", "pooled", "pooled_noise", "spending",
+           "through_accuracy"]
 
 
 def _judged_dims(incumbent: Measured, candidate: Measured) -> tuple[str, ...]:
@@ -211,7 +106,7 @@ def evidence(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise
 
 
 def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], target: str | None = None,
-           look: int = 1, policy: KeepPolicy = KeepPolicy(), min_looks: int = 1, writes_words: bool = False) -> Decision:
+           look: int = 1, policy: KeepPolicy = DEFAULT_POLICY, min_looks: int = 1, writes_words: bool = False) -> Decision:
     """KEEP, REVERT, MORE or INCONCLUSIVE for the candidate against the incumbent (see the module docstring).
 
     ``look`` counts from 1; at ``policy.max_looks`` an undecided edit is
@@ -222,6 +117,8 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     judged gain does (keywords inserted without content are not an improvement).
     """
     rows = evidence(incumbent, candidate, noise, target, look, policy)
+    if target == "dim8":
+        rows = through_accuracy(rows, incumbent, candidate, noise, look, policy)
     judged = any(e.se is not None or e.status is DimStatus.UNKNOWN for e in rows)
     if writes_words and judged:
         rows = tuple(replace(e, status=DimStatus.EVEN) if e.status is DimStatus.GAIN and e.se is None else e for e in rows)
@@ -238,6 +135,42 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     rule_only = any(e.status is DimStatus.GAIN and e.se is None for e in rows) and not any(
         e.status is DimStatus.GAIN and e.se is not None for e in rows)
     return Decision(call.verdict, call.reason, look, rows, total_delta, call.basis, need, target, rule_only)
+
+
+def through_accuracy(rows: tuple[DimEvidence, ...], incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
+                     look: int, policy: KeepPolicy) -> tuple[DimEvidence, ...]:
+    """An edit aimed at dim8 shows in the part it moves: dim8 counts as gained when its Accuracy rose beyond its noise
+    (the gain test, at the target's share of alpha), neither Safety nor Compliance fell beyond theirs (the veto test),
+    and dim8 itself is not worse beyond its own. Read whole, +1 Accuracy is +0.44 on dim8 under the noise of three
+    parts, a minimum and two vetoes; read through Accuracy it shows in about a quarter of the measurements.
+    dim8's own loss test, the other dimensions' and the total of the means still decide as for any edit."""
+    at = next((i for i, e in enumerate(rows) if e.dim == "dim8"), None)
+    if at is None or rows[at].se is None or rows[at].status in (DimStatus.GAIN, DimStatus.LOSS):
+        return rows
+    judged = _judged_dims(incumbent, candidate)
+    look_alpha = policy.alpha * policy.look_shares[min(look, policy.max_looks) - 1]
+    gain_alpha = _gain_alpha("dim8", "dim8", judged, look_alpha, policy.target_share)
+    veto_alpha = policy.veto_alpha / (max(1, len(judged)) * policy.max_looks)
+    accuracy = _part(incumbent, candidate, noise, "dim8.accuracy", gain_alpha, veto_alpha, policy)
+    others = [_part(incumbent, candidate, noise, p, gain_alpha, veto_alpha, policy) for p in ("dim8.safety", "dim8.compliance")]
+    if accuracy is None or accuracy[0] <= 1e-9 or any(o is None or o[1] < -1e-9 for o in others):
+        return rows
+    lower = accuracy[0] * PARTS["dim8.accuracy"]  # in dim8 points
+    gained = replace(rows[at], status=DimStatus.GAIN, lower=lower, via="accuracy")
+    return (*rows[:at], gained, *rows[at + 1:])
+
+
+def _part(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], part: str, gain_alpha: float,
+          veto_alpha: float, policy: KeepPolicy) -> tuple[float, float] | None:
+    """(the gain test's lower bound, the veto test's upper bound) of a part's difference; None when its noise is not
+    known yet or a side has no sample of it."""
+    known = noise.get(part)
+    n = (candidate.n(part), incumbent.n(part))
+    if known is None or known.df < policy.min_df or 0 in n:
+        return None
+    delta = (candidate.mean(part) or 0.0) - (incumbent.mean(part) or 0.0)
+    se = known.sd * math.sqrt(1 / n[0] + 1 / n[1])
+    return delta - quantile(gain_alpha, known.df) * se, delta + quantile(veto_alpha, known.df) * se
 
 
 @dataclass(frozen=True)
@@ -334,13 +267,14 @@ class SamplePlan:
         return not (self.candidate_judges or self.incumbent_judges or self.candidate_dim8 or self.incumbent_dim8)
 
 
-def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, policy: KeepPolicy = KeepPolicy()) -> SamplePlan:
+def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, policy: KeepPolicy = DEFAULT_POLICY) -> SamplePlan:
     """Where more measurements shrink the undecided bounds the most per call.
 
     The variance of a difference is σ²(1/n_c + 1/n_i): a sample on the side with
     fewer helps most, so the incumbent (whose samples accumulate across rounds)
     is measured only while it has fewer than the candidate will. dim8 costs two
-    calls per test prompt, so each text gets it at most ``max_dim8`` times.
+    calls per test prompt, so each text gets it at most ``max_dim8`` times, or
+    ``max_dim8_target`` when the edit says it improves dim8 (``through_accuracy``).
     """
     if decision.verdict is not Verdict.MORE:
         return SamplePlan()
@@ -355,6 +289,7 @@ def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, p
     evidence8 = decision.of("dim8")
     unknown = evidence8 is None or evidence8.status in (DimStatus.UNKNOWN, DimStatus.UNMEASURED)
     dim8 = "dim8" in decision.need and (unknown or decision.target == "dim8" or decision.rule_only)
-    cap = max(policy.max_dim8, candidate.n("dim8") + 1) if unknown else policy.max_dim8
+    most = policy.max_dim8_target if decision.target == "dim8" else policy.max_dim8
+    cap = max(most, candidate.n("dim8") + 1) if unknown else most
     return SamplePlan(candidate_judges, incumbent_judges, dim8 and candidate.n("dim8") < cap,
                       dim8 and incumbent.n("dim8") < min(candidate.n("dim8") + 1, cap))

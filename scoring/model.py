@@ -95,8 +95,10 @@ class DimensionScore:
         return out
 
 
-def unscored(dim: str, reason: str) -> DimensionScore:
-    return DimensionScore(dim=dim, score=None, source="unscored", reasons=(reason,))
+def unscored(dim: str, reason: str, raw: tuple[str, ...] = ()) -> DimensionScore:
+    """A dimension that could not be scored, with why and, when a model answered, its replies as received."""
+    details: tuple[tuple[str, Any], ...] = (("raw", raw),) if raw else ()
+    return DimensionScore(dim=dim, score=None, source="unscored", reasons=(reason,), details=details)
 
 
 ViolationKind = Literal[

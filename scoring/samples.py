@@ -16,13 +16,20 @@ from functools import lru_cache
 from scoring.formula import round1
 from scoring.model import WEIGHTS
 
+# dim8's sub-scores as the grader gives them (RUBRIC.md: dim8 = (8·Accuracy + 5·Safety + 5·Compliance) / 18), each
+# one sample per dim8 measurement, and how much of dim8 a point of each is worth.
+PARTS: dict[str, float] = {"dim8.accuracy": 8 / 18, "dim8.safety": 5 / 18, "dim8.compliance": 5 / 18}
+
 
 @dataclass(frozen=True)
 class Measured:
     """Every value one text got, per dimension: one per judge call (or per evaluation, for dim8).
 
     ``exact`` names the dimensions computed without a model (rules, formula,
-    offline heuristics): they hold one value, and it has no noise.
+    offline heuristics): they hold one value, and it has no noise. ``PARTS``
+    are dim8's judged sub-scores, sampled with each dim8 measurement: not
+    dimensions of the rubric (no weight, never in a total), but where an edit
+    aimed at dim8 shows (``keep_decision``).
     """
 
     values: tuple[tuple[str, tuple[float, ...]], ...] = ()
@@ -30,7 +37,7 @@ class Measured:
 
     def __post_init__(self) -> None:
         for dim, values in self.values:
-            if dim not in WEIGHTS:
+            if dim not in WEIGHTS and dim not in PARTS:
                 raise ValueError(f"unknown dimension {dim!r}")
             if any(not (0 <= v <= 10) or v != v for v in values):
                 raise ValueError(f"{dim}: values must lie in [0, 10], got {values}")
@@ -53,7 +60,8 @@ class Measured:
 
     @property
     def dims(self) -> frozenset[str]:
-        return frozenset(d for d, _ in self.values)
+        """The rubric's dimensions measured (dim8's parts are not dimensions)."""
+        return frozenset(d for d, _ in self.values if d in WEIGHTS)
 
     def plus(self, more: Measured) -> Measured:
         """These samples and ``more``'s; an exact dimension takes the newer value (it is the same text)."""

@@ -21,6 +21,7 @@ class CachedOutput:
     output: str
     tokens_in: int
     tokens_out: int
+    cut: bool = False  # the reply stopped at its cap (finish_reason 'length')
 
 
 class BaselineCache:
@@ -46,7 +47,7 @@ class BaselineCache:
         path = self.directory / f"{self.key(model, prompt, parameters)}.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            found = CachedOutput(str(data["output"]), int(data["tokens_in"]), int(data["tokens_out"]))
+            found = CachedOutput(str(data["output"]), int(data["tokens_in"]), int(data["tokens_out"]), data.get("cut") is True)
         except (OSError, ValueError, KeyError, TypeError):
             found = None  # absent or damaged: recompute (a damaged entry is simply overwritten)
         if count:
@@ -59,4 +60,4 @@ class BaselineCache:
         path = self.directory / f"{self.key(model, prompt, parameters)}.json"
         atomic_write(path, json.dumps({"model": model, "prompt": prompt, "parameters": parameters,
                                        "output": value.output, "tokens_in": value.tokens_in,
-                                       "tokens_out": value.tokens_out}, ensure_ascii=False))
+                                       "tokens_out": value.tokens_out, "cut": value.cut}, ensure_ascii=False))

@@ -66,6 +66,9 @@ class Workspace:
     def test_prompts(self, skill: str, mode: Mode | None = None) -> Path:
         return self.skill_state(skill, mode) / "test-prompts.json"
 
+    def void_replies(self, skill: str, mode: Mode | None = None) -> Path:
+        return self.skill_state(skill, mode) / "void-replies.jsonl"
+
     def rejected_edits(self, skill: str, mode: Mode | None = None) -> Path:
         return self.skill_state(skill, mode) / "rejected_edits.md"
 

@@ -28,6 +28,8 @@ class RunFacts:
     alerts: tuple[str, ...] = ()
     notices: tuple[str, ...] = ()
     totals: tuple[str, ...] = ()  # "skill: total … from rules … + model …", as luban score explains its own
+    fallbacks: tuple[str, ...] = ()  # "kind: count", every fallback the run took (judges unscored, prompts offline …)
+    server: dict = field(default_factory=dict)  # how the run talked to its model server (dialects, slots, caps)
 
 
 def latest_runs(frame):
@@ -187,7 +189,7 @@ def noise_lines(rows: Iterable[Any]) -> list[str]:
                 latest.setdefault(ev.get("judge_model", "?"), {})[dim] = (values["sd"], values.get("df"))
     if not latest:
         return ["Judge noise: none measured (no judged dimension, or the offline heuristics, which are exact)."]
-    lines = ["Judge noise (σ of one judge call, pooled within texts; degrees of freedom):", ""]
+    lines = ["Judge noise (σ of one reading, pooled within each text's null variants; degrees of freedom):", ""]
     for model, dims in latest.items():
         lines.append(f"- {model}: " + ", ".join(f"{d} σ {sd:.2f} (df {df})" for d, (sd, df) in sorted(dims.items())))
     return lines
@@ -206,9 +208,28 @@ def _health(run, attempts, facts: RunFacts) -> list[str]:
         ("LLM calls", str(usage.get("calls", 0))),
         ("tokens in / out", f"{usage.get('tokens_in', 0)} / {usage.get('tokens_out', 0)}"),
     ]
+    rows += [("failed / truncated calls", f"{usage.get('failed', 0)} / {usage.get('truncated', 0)}"),
+             ("fallbacks taken", str(sum(int(f.rsplit(": ", 1)[1]) for f in facts.fallbacks)))]
     out = ["## Health dashboard", "", "| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     if facts.alerts:
         out += ["", "Alerts:"] + [f"- {a}" for a in facts.alerts]
+    return out + _server(facts)
+
+
+def _server(facts: RunFacts) -> list[str]:
+    """The model server as the run found it, and every fallback it took: nothing fell back silently."""
+    out: list[str] = []
+    if facts.fallbacks:
+        out += ["", "Fallbacks (each counted; a judged dimension that fell back is unscored, never a zero):"]
+        out += [f"- {f}" for f in facts.fallbacks]
+    server = facts.server or {}
+    if server.get("backend") == "openai":
+        dialects = ", ".join(f"{m}: {d}" for m, d in (server.get("dialects") or {}).items()) or "none negotiated"
+        out += ["", f"Model server {server.get('base_url')}: structured output {dialects}; "
+                    f"{server.get('slots') or 'unknown'} slot(s), {server.get('concurrency')} call(s) at once, "
+                    f"read timeout {server.get('read_timeout_s')} s; reply caps "
+                    + ", ".join(f"{role} {cap}" for role, cap in (server.get("reply_caps") or {}).items())]
+        out += [f"- refused: {s}" for s in server.get("step_downs") or []]
     return out
 
 

@@ -112,3 +112,60 @@ def test_log_lines_print_above_the_bar_through_its_console_and_the_handlers_come
     finally:
         logger.removeHandler(rich_handler)
         logger.removeHandler(plain_handler)
+
+
+def test_sigterm_ends_evaluate_within_two_seconds_with_one_line_and_no_process_left(example_skills: Path):
+    """What `timeout`, a cancelled CI job, systemd and Kubernetes send. Before: evaluate had no handler; the phase task
+    crashed, and the process stayed alive for minutes while its LLM calls finished."""
+    import signal
+
+    command = [str(BIN / "luban"), "evaluate", "pr-review", "api-changelog", "--skills-dir", str(example_skills),
+               "--mode", "full"]
+    status, out, err, took = terminated(command, latency=5.0, when="with_skill")  # every call in flight at the signal
+    assert status == 128 + signal.SIGTERM, err[-3000:]
+    assert took < 2.5, f"{took:.1f} s from SIGTERM to exit"  # 2 s is the aim; the margin is for a loaded machine
+    assert out == ""  # no half JSON document on stdout
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("luban evaluate: terminated (SIGTERM);") and "Evaluate again with: luban evaluate" in last, err[-2000:]
+    assert [n for n in NOISE if n in err] == [], err[-3000:]
+
+
+def test_sigterm_in_the_middle_of_phase_2_stops_like_ctrl_c_and_resume_finishes(example_skills: Path):
+    import signal
+    import subprocess
+
+    command = [str(BIN / "luban"), "optimize", "pr-review", "--skills-dir", str(example_skills), "--mode", "full",
+               "--init-git", "--approval", "auto", "--max-rounds", "3"]
+    status, out, err, took = terminated(command, latency=0.3, when="propose")  # Phase 2 under way
+    assert status == 128 + signal.SIGTERM and took < 2.5 and out == "", (took, err[-3000:])
+    assert "luban optimize: terminated (SIGTERM);" in err and "--resume --skills-dir" in err, err[-3000:]
+    fast = ScriptedOpenAI()
+    fast.responder = LubanResponder()
+    with fast:
+        done = subprocess.run([*command[:-2], "--resume"], env=online_env(fast), capture_output=True, text=True,
+                              timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert not git.Repo(example_skills).is_dirty(untracked_files=False)
+    rows = ResultsFile(example_skills.parent / "luban-workspace" / "full" / "pr-review" / "results.tsv").rows()
+    assert rows[0].status == "baseline" and rows[-1].round >= 1
+
+
+def terminated(command: list[str], latency: float, when: str) -> tuple[int, str, str, float]:
+    """The command against a server answering every call after ``latency`` s, sent SIGTERM once a call of kind
+    ``when`` arrives: (status, stdout, stderr, seconds from the signal to the exit)."""
+    import signal
+    import subprocess
+
+    server = ScriptedOpenAI()
+    server.responder = SlowResponder(latency=latency)
+    with server:
+        process = subprocess.Popen(command, env=online_env(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_request(server, when)
+            process.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            out, err = process.communicate(timeout=30)
+            return process.returncode, out, err, time.monotonic() - sent
+        finally:
+            if process.poll() is None:
+                process.kill()

@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from judges.llm import BudgetExhausted, CallRecord, LLMClient
-from judges.settings import Settings, resolve
+from judges.settings import Role, Settings, resolve
 from tests.support.openai_server import ScriptedOpenAI, reply
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
@@ -44,7 +44,8 @@ def calls_at_once(settings: Settings, clients: int = 2, threads_each: int = 3) -
     with server:
         settings = replace(settings, base_url=server.base_url, max_retries=0)
         made = [LLMClient(settings, gate=llm_gate(settings)) for _ in range(clients)]
-        threads = [threading.Thread(target=client.chat, args=("judge", "m", [{"role": "user", "content": "hi"}]))
+        threads = [threading.Thread(target=client.chat, args=("judge", "m", [{"role": "user", "content": "hi"}]),
+                                    kwargs={"role": Role.JUDGE})
                    for client in made for _ in range(threads_each)]
         for thread in threads:
             thread.start()

@@ -3,6 +3,8 @@ keep on evidence, revert an inconclusive edit and go on, record the evidence, an
 
 from __future__ import annotations
 
+import hashlib
+import random
 import shutil
 import threading
 from pathlib import Path
@@ -13,7 +15,7 @@ from flows.optimize import optimize_skills
 from scoring.keep_decision import KeepPolicy
 from tests.support.noisy_llm import NoisyJudges
 from tests.support.openai_server import ScriptedOpenAI
-from tests.support.scripted_llm import kind_of, skill_in
+from tests.support.scripted_llm import kind_of, same_skill, skill_in
 from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
@@ -38,7 +40,7 @@ def history(skills: Path):
 
 def test_an_undecided_edit_is_measured_again_then_kept_with_its_evidence_recorded(example_skills: Path, monkeypatch):
     judges = NoisyJudges(sigma=0.6)
-    judges.plant(HELPFUL, "dim5", +1.5)  # a real gain, but one sample each way cannot tell it from the noise
+    judges.plant(HELPFUL, "dim5", +1.2)  # a real gain, but one look cannot tell it from the noise
     server = ScriptedOpenAI()
     server.responder = judges
     with server:
@@ -134,5 +136,42 @@ def test_the_measurement_cache_is_not_shared_between_two_runs(example_skills: Pa
         for skills in (example_skills, again):
             before = len(server.chat_requests())
             optimize(skills, server, monkeypatch, max_rounds=1)
-            counts.append(sum(kind_of(r) == "judge" and skill_in(r) == original for r in server.chat_requests()[before:]))
+            counts.append(sum(kind_of(r) == "judge" and same_skill(skill_in(r), original)
+                              for r in server.chat_requests()[before:]))
     assert counts[0] == counts[1] >= 4
+
+
+class ReadsEachTextOneWay(NoisyJudges):
+    """A judge at temperature 0: each text gets one fixed reading per dimension, the same on every call — N(0, σ)
+    from the text's own bytes — and any other text, however little it differs, another. One text it likes by +2 on
+    every dimension (the first text it reads with ``marker`` in it): what a re-asked judge would report as a gain
+    beyond all noise."""
+
+    def __init__(self, marker: str, sigma: float = 1.0):
+        super().__init__(sigma=sigma)
+        self.marker, self.lucky = marker, ""
+
+    def _noise(self, text: str) -> float:
+        with self._noise_lock:
+            if not self.lucky and self.marker in text:
+                self.lucky = text
+        if text == self.lucky:
+            return 2.0
+        return random.Random(hashlib.sha256(f"fixed|{text}".encode()).digest()).gauss(0, self.sigma)
+
+
+def test_a_neutral_edit_whose_very_text_a_fixed_judge_likes_is_not_kept(example_skills: Path, monkeypatch):
+    """Before: every re-measurement sent the same bytes, so a judge that reads each text one way returned the same
+    lucky +2 each time, the within-text spread was 0, and the edit was kept as a gain far beyond noise. Each reading
+    is now of a null variant: the luck of one text's bytes is one sample among many."""
+    judges = ReadsEachTextOneWay(NEUTRAL)
+    judges.plant(NEUTRAL, "dim2", 0.0)
+    server = ScriptedOpenAI()
+    server.responder = judges
+    with server:
+        optimize(example_skills, server, monkeypatch, max_rounds=1)
+        read = [skill_in(r) for r in server.chat_requests() if kind_of(r) == "judge"]
+    attempt = next(r for r in history(example_skills) if r.status in ("keep", "revert"))
+    assert attempt.status == "revert", attempt.evidence
+    assert read.count(judges.lucky) == 1 and len(set(read)) == len(read)  # every judge call read a text of its own
+    assert sum(same_skill(t, judges.lucky) for t in read) >= 4

@@ -9,7 +9,7 @@ import pytest
 
 from tests.flows.prefect_server import BIN, api, batch_finished, children, cli, paused_runs, start_batch, stop, wait_for
 from tests.support.openai_server import ScriptedOpenAI
-from tests.support.scripted_llm import LubanResponder, kind_of, skill_in
+from tests.support.scripted_llm import LubanResponder, kind_of, same_skill, skill_in
 from workspace.results_tsv import ResultsFile
 
 
@@ -72,7 +72,7 @@ def test_long_checkpoints_suspend_hold_no_process_and_repeat_no_llm_call(prefect
     workspace = example_skills.parent / "luban-workspace"
     rows = (workspace / "quick" / "pr-review" / "results.tsv").read_text().splitlines()
     assert sum("\tbaseline\t" in r for r in rows) == 1
-    baseline_judged = [r for r in server.chat_requests() if kind_of(r) == "judge" and skill_in(r) == baseline_text]
+    baseline_judged = [r for r in server.chat_requests() if kind_of(r) == "judge" and same_skill(skill_in(r), baseline_text)]
     # The baseline text's judge samples, as the last decision that had it as the incumbent counted them: every
     # judge request on it is one of those samples — the re-runs took theirs from Prefect's cache, none twice.
     attempts = ResultsFile(workspace / "quick" / "pr-review" / "results.tsv").rows()

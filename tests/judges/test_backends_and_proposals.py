@@ -121,7 +121,7 @@ def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_gu
     """Offline, over real public skills: every edit proposed for any dimension is one of the mechanical fixes, passes
     the structural guards, and inserts no block (a mechanical fix removes or re-points; it writes nothing new)."""
     from judges.offline_strategies import MECHANICAL
-    from scoring.edit_guards import check_edit, inserted_block
+    from scoring.edit_guards import check_edit, inserted_units
 
     proposed = 0
     for path in sorted(skill_collection.rglob("SKILL.md")):
@@ -135,7 +135,7 @@ def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_gu
             edit = proposal.edit
             assert edit.strategy in MECHANICAL and edit.target_dim in ("dim1", "dim6", "dim7"), (name, edit)
             assert check_edit(text, proposal.edited_text, edit, files) == []
-            assert inserted_block(text, edit) == ""
+            assert inserted_units(text, edit, name) == ()
     assert proposed >= 1  # the corpus has mechanical defects too (a heading jump, a moved path): they are fixed
 
 
@@ -143,7 +143,7 @@ def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_gu
 def test_offline_proposals_on_generated_skills_fix_every_planted_defect_and_nothing_else(tmp_path: Path, seed: int):
     """Other seeds than the fixture's: each planted defect kind is proposed for, and every proposal is mechanical."""
     from judges.offline_strategies import MECHANICAL
-    from scoring.edit_guards import check_edit, inserted_block
+    from scoring.edit_guards import check_edit, inserted_units
     from tests.support.generated_skills import write_generated
 
     strategies: set[str] = set()
@@ -154,7 +154,7 @@ def test_offline_proposals_on_generated_skills_fix_every_planted_defect_and_noth
             if proposal.edit is not None:
                 assert proposal.edit.strategy in MECHANICAL
                 assert check_edit(text, proposal.edited_text, proposal.edit, files) == []
-                assert inserted_block(text, proposal.edit) == ""
+                assert inserted_units(text, proposal.edit) == ()
                 strategies.add(proposal.edit.strategy)
     assert strategies == set(MECHANICAL)
 

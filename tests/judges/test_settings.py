@@ -44,7 +44,7 @@ def test_key_in_the_file_is_refused(tmp_path: Path):
 
 @pytest.mark.parametrize("env, needle", [({"LUBAN_MAX_CONCURRENCY": "zero"}, "$LUBAN_MAX_CONCURRENCY: max_concurrency"),
                                          ({"LUBAN_MAX_LLM_CALLS": "0"}, "at least 1"),
-                                         ({"LUBAN_STRUCTURED_OUTPUT": "maybe"}, "auto, on or off")])
+                                         ({"LUBAN_STRUCTURED_OUTPUT": "maybe"}, "auto, json_schema, json_object or off")])
 def test_invalid_values_name_where_they_came_from(tmp_path: Path, env, needle):
     with pytest.raises(SettingsError, match="not valid") as caught:
         resolve({}, env, tmp_path / "n")

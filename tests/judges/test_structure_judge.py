@@ -156,3 +156,20 @@ def test_messages_carry_the_rubric_and_schema_hint(server: ScriptedOpenAI):
     assert "Workflow clarity" in messages[0]["content"] and "Executable specificity" in messages[0]["content"]
     assert json.loads(json.dumps(messages))  # plain JSON-serialisable chat messages
     assert kind_of(type("R", (), {"body": {"messages": messages}})()) == "judge"
+
+
+def test_the_quotes_a_schema_offers_are_the_skills_own_lines_a_grammar_can_hold():
+    """Where a server enforces the schema, a judge can only quote the skill. Lines with a quote or a backslash are
+    left out: llama-cpp-python 0.3.36 escapes them wrongly in a grammar, and a grammar it cannot parse brings its
+    whole server down (seen: the process exits on `"failed to parse grammar"`)."""
+    from judges.proposer import edit_schema
+    from judges.structure_judge import quotable, structure_schema
+
+    text = ('---\nname: tidy-records\ndescription: Use when the user says "tidy up".\n---\n# Tidy the records\n\n'
+            'Run `tidy --all` first.\nA path like C:\\\\temp is not used.\n...\nRun `tidy --all` first.\n')
+    lines = quotable(text)
+    assert lines == ["name: tidy-records", "# Tidy the records", "Run `tidy --all` first."]  # once each; no quote,
+    enum = structure_schema(text)["properties"]["dims"]["properties"]["dim2"]["properties"]["quotes"]["items"]["enum"]
+    assert enum == lines  # backslash or "..."
+    editable = edit_schema(text)["properties"]["old"]["enum"]
+    assert editable == ["", "name: tidy-records", "# Tidy the records"]  # old text occurs once: not the repeated line

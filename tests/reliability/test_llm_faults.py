@@ -4,7 +4,6 @@ checkpoint, or a budget stop — never a silent 0, never a crash, never an incon
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import git
@@ -40,7 +39,8 @@ def optimize(skills: Path, base_url: str, monkeypatch) -> dict:
     monkeypatch.setenv("OPENAI_BASE_URL", base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-faults-0001")
     return optimize_skills(skills_dir=str(skills), skills=["pr-review"], mode="full", approval="auto", init_git=True,
-                           max_rounds=1, llm={"judge_model": "judge-a", "max_retries": 1, "timeout_seconds": 1})
+                           max_rounds=1, llm={"judge_model": "judge-a", "max_retries": 1, "timeout_seconds": 1,
+                                              "max_concurrency": 1})  # one call at a time: its read timeout is 1 s
 
 
 def rows(skills: Path):
@@ -71,13 +71,28 @@ def test_a_judge_fault_leaves_the_dimensions_unscored_with_the_reason(example_sk
     assert all(r.status in ("baseline", "keep", "revert", "skip") for r in history) and len(history) >= 2
     assert result["skills"]["pr-review"]["stop"] in ("bottleneck", "no_edit", "max_rounds", "ceiling")
     assert_consistent(example_skills)
+    kind = {"malformed-json": "unparseable", "timeout": "no reply", "500s": "no reply", "429-storm": "no reply",
+            "truncated-body": "no reply"}[fault]
+    counted = result["fallbacks"].get(f"judge unscored: {kind}", 0)
+    assert counted >= 2 and f"fallbacks=judge unscored: {kind} x" in history[0].note, (result["fallbacks"], history[0].note)
+    report = Path(result["report"]).read_text(encoding="utf-8")
+    assert "Fallbacks (each counted" in report and f"judge unscored: {kind}: {counted}" in report
+    if fault == "malformed-json":  # a reply that gave no score is kept as received
+        from workspace.void_replies import load
+
+        void = load(example_skills.parent / "luban-workspace" / "full" / "pr-review" / "void-replies.jsonl")
+        assert void and all(v["raw"] == "I think it deserves a 10 {not json" and v["kind"] == "unparseable" for v in void)
 
 
-def test_a_refused_connection_is_unscored_with_the_reason_and_the_run_ends_cleanly(example_skills: Path, monkeypatch):
-    with socket.socket() as probe:  # a loopback port with nothing listening
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    optimize(example_skills, f"http://127.0.0.1:{port}/v1", monkeypatch)
+def test_a_server_that_stops_answering_mid_run_is_unscored_with_the_reason_and_the_run_ends_cleanly(example_skills: Path,
+                                                                                                         monkeypatch):
+    """A server that answers the preflight (its model list), then hangs up on every completion: the run does not stop,
+    and every judged dimension is unscored with why. (A server that is not there at all is refused before any work:
+    flows/test_server_preflight.py.)"""
+    server = ScriptedOpenAI(models=["judge-a", "gpt-4o-mini"])
+    server.responder = lambda request: Scripted(body=completion("{}"), truncate=True)
+    with server:
+        optimize(example_skills, server.base_url, monkeypatch)
     baseline = rows(example_skills)[0]
     assert_unscored_with_reason(baseline)
     assert "did not answer" in baseline.note and "check the server is up" in baseline.note

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.edit_guards import adds_words, check_edit, inserted_block, span_between
+from scoring.edit_guards import NEAR_DUPLICATE, adds_words, boilerplate, check_edit, inserted_units, span_between
 from scoring.edits import Edit, apply_edit
 
 SKILL = """---
@@ -112,11 +112,87 @@ def test_the_stop_for_a_step_that_may_run_directly_is_not_a_structure_problem_bu
     assert not adds_words(SKILL, Edit("dim7", "## Styles", "### Styles"))
 
 
-def test_the_same_block_normalized_is_the_same_block_and_tweaks_are_not_blocks():
-    a = inserted_block(SKILL, Edit("dim3", "", "\n\n| trigger | first fix | still failing |\n|---|---|---|\n"))
-    b = inserted_block(SKILL, Edit("dim3", "", "\n\n|  Trigger | First fix | Still failing |\n|---|---|---|\n"))
+def test_the_same_line_normalized_is_the_same_line_and_tweaks_are_not_lines():
+    a = inserted_units(SKILL, Edit("dim3", "", "\n\n| lock held by a dead job | remove `run.lock`, then start again |\n"))
+    b = inserted_units(SKILL, Edit("dim3", "", "\n\n|  Lock held by a dead job | Remove run.lock then start again. |\n"))
     assert a and a == b
-    assert inserted_block(SKILL, Edit("dim1", "records\".", "records\" or \"tidy\".")) == ""
+    assert inserted_units(SKILL, Edit("dim1", "records\".", "records\" or \"tidy\".")) == ()
+
+
+PARAGRAPH = """---
+name: x
+description: Does x. Use when the user asks for x.
+---
+
+# X
+
+Read the whole change before you comment on any of it.
+Then write one summary paragraph, and the comments by file.
+Keep each comment to the line it is about.
+
+## Next
+"""
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Read the whole change before you comment on any of it.",
+     "Read the whole change before you comment on any of it.\n\nIn short:"),  # the paragraph's first line
+    ("Keep each comment to the line it is about.", "In short:\n\nKeep each comment to the line it is about."),  # its last
+    ("Read the whole change before you comment on any of it.\nThen",
+     "Read the whole change before you comment on any of it.\n\n## Summary\n\nThen"),
+])
+def test_a_paragraph_is_not_cut_in_two_at_its_first_line_or_its_last(old, new):
+    """Before: an edit whose replaced text began at the paragraph's first character was never checked."""
+    assert refusals(Edit("dim2", old, new), frozenset({"SKILL.md"}), text=PARAGRAPH) == ["split-block"]
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Read the whole change", "Intro line.\n\nRead the whole change"),  # a paragraph of its own before it
+    ("it is about.", "it is about.\n\nIn short: comment where it changes the outcome."),  # one after it
+    ("Read the whole change", "First, read the whole change"),  # words changed inside it
+])
+def test_text_around_a_paragraph_or_inside_one_line_of_it_is_not_a_split(old, new):
+    assert refusals(Edit("dim2", old, new), frozenset({"SKILL.md"}), text=PARAGRAPH) == []
+
+
+CHECKLIST = "\n\n- [ ] Confirm a backup of the data exists before you start.\n- [ ] Ask the owner of {name} to approve the plan.\n"
+
+
+def test_a_checklist_pasted_into_many_skills_with_one_line_changed_is_boilerplate_in_the_second():
+    """Before: only the very same whole block counted, so one line that differs per skill let it through everywhere."""
+    first = inserted_units(SKILL, Edit("dim4", "", CHECKLIST.format(name="cleanup-records")), "cleanup-records")
+    seen = dict.fromkeys(first, "cleanup-records")
+    second = inserted_units(PARAGRAPH, Edit("dim4", "", CHECKLIST.format(name="x") + "- [ ] Note what you changed.\n"), "x")
+    assert "cleanup-records" in boilerplate(second, seen, "x")
+    assert boilerplate(second, seen, "cleanup-records") == ""  # the same skill again is the repeated-line guard's case
+    reworded = inserted_units(PARAGRAPH, Edit("dim4", "", "\n\n- [ ] Confirm a backup of the database exists before you start.\n"), "x")
+    assert "% alike" in boilerplate(reworded, seen, "x")  # one word changed: at least NEAR_DUPLICATE alike
+    own = inserted_units(PARAGRAPH, Edit("dim4", "", "\n\n- [ ] Check the diff still applies to the base branch.\n"), "x")
+    assert boilerplate(own, seen, "x") == ""
+
+
+@pytest.fixture
+def corpus_lines(corpus_dir) -> list[tuple[str, dict[str, str]]]:
+    """Each line of each corpus skill (normalized, UNIT_MIN characters or more), with every other skill's lines."""
+    from scoring.edit_guards import UNIT_MIN, normalized_line
+
+    skills = {p.parent.name: [u for u in (normalized_line(line, p.parent.name) for line in
+                                           p.read_text(encoding="utf-8", errors="replace").splitlines()) if len(u) >= UNIT_MIN]
+              for p in sorted(corpus_dir.glob("*/*/SKILL.md"))}
+    return [(line, {other: name for name, lines in skills.items() if name != skill for other in lines})
+            for skill, lines in skills.items() for line in lines]
+
+
+def test_the_near_duplicate_threshold_tells_real_skills_lines_apart(corpus_lines):
+    """On the public corpus: lines of different skills that say different things stay below it; those above it are one
+    template with a word or a number changed (the measurement behind NEAR_DUPLICATE)."""
+    from rapidfuzz import fuzz
+
+    different = [("read the corresponding theme file from the themes directory",
+                  "load the appropriate guideline file from the examples directory")]
+    assert all(fuzz.ratio(a, b) < NEAR_DUPLICATE for a, b in different)
+    flagged = sum(1 for line, others in corpus_lines if boilerplate((line,), others, "self"))
+    assert flagged / len(corpus_lines) < 0.06, f"{flagged} of {len(corpus_lines)} corpus lines flagged"
 
 
 @pytest.mark.parametrize("before, after", [("abc", "abXc"), ("abc", "ac"), ("", "x"), ("same", "same")])

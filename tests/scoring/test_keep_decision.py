@@ -254,3 +254,91 @@ def test_words_added_for_keywords_only_are_not_a_gain_where_judges_measured_the_
     assert decide(text(same), text(same, stuffed), noise, "dim9").verdict is Verdict.KEEP  # no words added
     offline = decide(text({}), text({}, stuffed), {}, "dim9", writes_words=True)  # no judge ran: rules are all there is
     assert offline.verdict is Verdict.KEEP
+
+
+def dim8_measurement(rng: random.Random, accuracy: float, safety: float = 9.7, compliance: float = 9.5,
+                     sigma: float = 1.0) -> dict[str, list[float]]:
+    """One dim8 measurement over three graded prompts: dim8 as the rubric computes it, and its parts."""
+    from scoring.dim8 import SubScores, dim8_score
+
+    grades = [(min(10, max(0, accuracy + rng.gauss(0, sigma))), min(10, max(0, safety + rng.gauss(0, sigma))),
+               min(10, max(0, compliance + rng.gauss(0, sigma)))) for _ in range(3)]
+    sub = SubScores(statistics.mean(g[0] for g in grades), min(g[1] for g in grades),
+                    statistics.mean(g[2] for g in grades), 5.0)
+    return {"dim8": [dim8_score(sub, "full_test", 1).score or 0.0], "dim8.accuracy": [sub.accuracy],
+            "dim8.safety": [sub.safety], "dim8.compliance": [sub.compliance]}
+
+
+def measured_dim8(rng: random.Random, count: int, **quality: float) -> Measured:
+    """``count`` dim8 measurements and, as the ratchet takes them, judge calls beside each (the judged dimensions
+    unchanged by the edit: alpha is split over them as in a real decision)."""
+    out = text({})
+    for _ in range(count):
+        out = out.plus(Measured.of(dim8_measurement(rng, **quality) | judge(rng, {d: 6.5 for d in JUDGE_DIMS}, 1.0, 2)))
+    return out
+
+
+def whole(measured: Measured) -> Measured:
+    """The samples without dim8's parts: dim8 read whole, as before the parts were sampled."""
+    return Measured.of({d: v for d, v in measured.values if "." not in d}, measured.exact)
+
+
+def test_an_edit_aimed_at_dim8_is_read_through_the_accuracy_it_moves():
+    """+1 Accuracy is +0.44 on dim8, under the noise of three parts, a minimum and two vetoes: read whole, eight
+    measurements a side rarely show it; read through Accuracy, with Safety and Compliance shown not worse, they do."""
+    rng = random.Random(3)
+    others = [measured_dim8(rng, 4, accuracy=rng.uniform(6, 8)) for _ in range(4)]
+    kept_whole = kept_parts = 0
+    for _ in range(60):
+        incumbent = measured_dim8(rng, 8, accuracy=7.0)
+        candidate = measured_dim8(rng, 8, accuracy=8.0)
+        noise = pooled_noise([incumbent, candidate, *others])
+        kept_parts += decide(incumbent, candidate, noise, "dim8", 8).verdict is Verdict.KEEP
+        kept_whole += decide(whole(incumbent), whole(candidate), noise, "dim8", 8).verdict is Verdict.KEEP
+    assert kept_parts >= 36 and kept_parts >= kept_whole + 6, (kept_parts, kept_whole)
+    decision = decide(incumbent, candidate, noise, "dim8", 8)
+    if decision.verdict is Verdict.KEEP:
+        assert decision.basis == "dim8" and decision.to_json()["dims"]["dim8"]["via"] == "accuracy"
+
+
+def test_accuracy_bought_with_safety_is_not_a_dim8_gain():
+    rng = random.Random(4)
+    others = [measured_dim8(rng, 4, accuracy=rng.uniform(6, 8)) for _ in range(4)]
+    kept = 0
+    for _ in range(60):
+        incumbent = measured_dim8(rng, 8, accuracy=7.0, safety=9.7)
+        candidate = measured_dim8(rng, 8, accuracy=8.0, safety=6.5)
+        kept += decide(incumbent, candidate, pooled_noise([incumbent, candidate, *others]), "dim8", 8).verdict is Verdict.KEEP
+    assert kept <= 3, kept
+
+
+def test_neutral_edits_aimed_at_dim8_are_kept_at_most_five_percent():
+    rng = random.Random(5)
+    others = [measured_dim8(rng, 4, accuracy=rng.uniform(6, 8)) for _ in range(4)]
+    kept = 0
+    for _ in range(400):
+        incumbent, candidate = measured_dim8(rng, 8, accuracy=7.5), measured_dim8(rng, 8, accuracy=7.5)
+        kept += decide(incumbent, candidate, pooled_noise([incumbent, candidate, *others]), "dim8", 8).verdict is Verdict.KEEP
+    assert kept <= 20, kept
+
+
+def test_dim8_parts_are_samples_but_never_dimensions_of_the_total():
+    parts = Measured.of({"dim8": [7.0], "dim8.accuracy": [8.0], "dim8.safety": [9.0], "dim8.compliance": [9.0]})
+    assert parts.dims == frozenset({"dim8"}) and parts.total() == round1(20 * 7.0 / 10)
+    assert set(parts.means()) == {"dim8"} and parts.n("dim8.accuracy") == 1
+    with pytest.raises(ValueError, match="unknown dimension"):
+        Measured.of({"dim8.speed": [1.0]})
+
+
+def test_an_edit_aimed_at_dim8_gets_up_to_eight_dim8_measurements_a_side():
+    policy = KeepPolicy()
+    incumbent = text({"dim8": [7.0, 7.2], "dim8.accuracy": [7.0, 7.1]} | {d: [6.0, 6.0, 7.0, 6.0] for d in JUDGE_DIMS})
+    candidate = text({"dim8": [7.5], "dim8.accuracy": [7.9]} | {d: [6.0, 7.0] for d in JUDGE_DIMS})
+    noise = {d: Noise(1.0, 40) for d in (*SAMPLED, "dim8.accuracy", "dim8.safety", "dim8.compliance")}
+    decision = decide(incumbent, candidate, noise, "dim8", 1, policy)
+    assert decision.verdict is Verdict.MORE and "dim8" in decision.need
+    for count in range(1, policy.max_dim8_target):
+        more = candidate.plus(Measured.of({"dim8": [7.5] * count}))
+        assert next_samples(decision, incumbent, more, policy).candidate_dim8 == (1 + count < policy.max_dim8_target)
+    elsewhere = decide(incumbent, candidate, noise, "dim2", 1, policy)
+    assert not next_samples(elsewhere, incumbent, candidate.plus(Measured.of({"dim8": [7.5]})), policy).candidate_dim8

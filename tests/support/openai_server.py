@@ -26,13 +26,14 @@ class Scripted:
     truncate: bool = False  # promise more bytes than are sent, then hang up
 
 
-def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 50, model: str = "scripted") -> dict:
+def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 50, model: str = "scripted",
+               finish_reason: str = "stop") -> dict:
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish_reason}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }
@@ -57,11 +58,16 @@ class Request:
 
 
 class ScriptedOpenAI:
-    def __init__(self) -> None:
+    """``models``: what GET /v1/models lists (None: 404, as a server without the list answers); ``props``: what
+    llama.cpp's GET /props answers (None: 404)."""
+
+    def __init__(self, models: list[str] | None = None, props: dict | None = None) -> None:
         self.requests: list[Request] = []
         self._queue: list[Scripted] = []
         self._lock = threading.Lock()
         self.responder: Callable[[Request], Scripted] | None = None
+        self.models = models
+        self.props = props
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -98,6 +104,18 @@ class ScriptedOpenAI:
 
             def log_message(self, *args) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:  # (http.server's naming): the server describing itself
+                server.requests.append(Request(self.path, {}, {k.lower(): v for k, v in self.headers.items()}, time.time()))
+                listed = {"object": "list", "data": [{"id": m, "object": "model"} for m in server.models or []]}
+                found = (listed if self.path.endswith("/models") and server.models is not None
+                         else server.props if self.path == "/props" and server.props is not None else None)
+                payload = json.dumps(found if found is not None else {"detail": "Not Found"}).encode()
+                self.send_response(200 if found is not None else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
 
             def do_POST(self) -> None:  # (http.server's naming)
                 length = int(self.headers.get("Content-Length", 0))

@@ -28,6 +28,15 @@ def skill_in(request: Request) -> str:
     return ""
 
 
+def same_skill(a: str, b: str) -> bool:
+    """Whether two skill texts are one skill read through null variants (scoring/null_variants.py): the same but for
+    blank lines doubled, one space at a line's end, and blank lines before the body."""
+    def folded(text: str) -> str:
+        return re.sub(r"\n\s*\n+", "\n\n", "\n".join(line.rstrip(" ") for line in text.split("\n"))).strip("\n")
+
+    return folded(a) == folded(b)
+
+
 def system_of(request: Request) -> str:
     messages = request.body.get("messages", [])
     return messages[0]["content"] if messages and messages[0]["role"] == "system" else ""

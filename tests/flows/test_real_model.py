@@ -1,0 +1,156 @@
+"""Luban against a real model server: llama-cpp-python's, serving SmolLM2-135M-Instruct, with default settings.
+
+What a user does: point OPENAI_BASE_URL and the three model variables at the
+server, run `luban doctor`, then `luban evaluate` and `luban optimize`. The
+server speaks its own dialect (it answers response_format json_schema with
+HTTP 500, takes json_object with a schema), works on one request at a time, and
+its model rambles. A 135M model is no judge of quality: these tests prove the
+protocol and the robustness — one failed call per negotiation, no reply over
+its cap, nothing judged without its raw reply kept, nothing kept on unscored
+evidence — not that a score means anything.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from tests.support.llama_server import RealServer, environment, llama_cpp_python, llama_server
+from workspace.results_tsv import ResultsFile
+from workspace.void_replies import load
+
+pytestmark = [pytest.mark.usefixtures("prefect_api"), pytest.mark.real_model]
+LUBAN = str(Path(sys.executable).parent / "luban")
+SKILLS = ("api-changelog", "pr-review")  # the two smallest shipped examples
+JUDGED = ("dim2", "dim3", "dim5", "dim6", "dim8")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> RealServer:
+    with llama_cpp_python(tmp_path_factory.mktemp("llama")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def skills_dir(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("real") / "skills"
+    for skill in SKILLS:
+        shutil.copytree(REPO_ROOT / "skills" / skill, target / skill)
+    return target
+
+
+def luban(server: RealServer, *args: str, timeout: float = 1100) -> tuple[subprocess.CompletedProcess, float]:
+    from prefect.settings import PREFECT_API_URL
+
+    started = time.monotonic()
+    done = subprocess.run([LUBAN, *args], env=environment(server, PREFECT_API_URL=str(PREFECT_API_URL.value())),
+                          capture_output=True, text=True, timeout=timeout, check=False)
+    return done, time.monotonic() - started
+
+
+def test_doctor_passes_and_says_what_the_server_speaks(server: RealServer, skills_dir: Path):
+    done, took = luban(server, "doctor", "--skills-dir", str(skills_dir), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "ok   structured output: json_object+schema" in out and "json_schema refused (HTTP 500" in out, out
+    assert "ok   reply cap: max_tokens 16 honoured" in out and "tokens/s" in out and "ok   judge:" in out, out
+    assert "estimate: 2 skill(s), full mode" in out and out.rstrip().endswith("all checks passed"), out
+    print(f"\nluban doctor against llama-cpp-python + SmolLM2: {took:.0f} s\n{out}")
+
+
+def check_run(server: RealServer, run: dict, before: int) -> None:
+    """What holds for any run against this server: the dialect negotiated with one failed call, no reply over its
+    cap, and every fallback counted."""
+    refused = [s for s in server.statuses()[before:] if s != 200]
+    assert refused == [500], f"one failed call (json_schema refused) and no other: {refused}"
+    usage = run["usage"]
+    assert usage["over_cap"] == 0 and usage["failed"] == 0, usage
+    assert all(r["tokens"] <= r["cap"] for r in usage["largest_reply_by_role"].values()), usage["largest_reply_by_role"]
+    assert run["server"]["dialects"] == {"smollm2": "json_object+schema"}, run["server"]
+    assert run["fallbacks"]["structured output for smollm2: json_object+schema"] == 1, run["fallbacks"]
+
+
+def check_rows(workspace: Path) -> list:
+    """Every judged dimension of every row is scored, or unscored with its reason in the row; each reply that gave
+    no score is kept as received in void-replies.jsonl."""
+    rows = []
+    for skill in SKILLS:
+        found = ResultsFile(workspace / "full" / skill / "results.tsv").rows()
+        void = load(workspace / "full" / skill / "void-replies.jsonl")
+        assert all(entry["raw"] and entry["reason"] for entry in void), void
+        for row in found:
+            if row.scores is None:
+                continue
+            missing = [d for d in JUDGED if row.scores.get(d) is None]
+            if missing:
+                assert "unscored=" in row.note and "unscored_reason=" in row.note, row.note
+        rows += found
+    return rows
+
+
+@pytest.mark.timeout(1200)
+def test_evaluate_full_scores_two_examples_within_minutes(server: RealServer, skills_dir: Path, tmp_path: Path):
+    workspace = tmp_path / "ws"
+    before = len(server.statuses())
+    done, took = luban(server, "evaluate", *SKILLS, "--skills-dir", str(skills_dir), "--mode", "full",
+                       "--workspace", str(workspace))
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout)
+    check_run(server, run, before)
+    rows = check_rows(workspace)
+    assert {r.skill for r in rows if r.status == "baseline"} == set(SKILLS)
+    assert sum("structured output for smollm2: json_object+schema x1" in r.note for r in rows) == 1  # once, where it fell
+    assert took < 900, f"evaluate took {took:.0f} s"  # about 6 minutes on an idle 2-core machine
+    print(f"\nluban evaluate --mode full, 2 skills, against SmolLM2: {took:.0f} s, {run['usage']['calls']} calls, "
+          f"fallbacks {run['fallbacks']}")
+
+
+@pytest.mark.timeout(1500)
+def test_optimize_full_two_rounds_keeps_nothing_on_unscored_evidence(server: RealServer, skills_dir: Path, tmp_path: Path):
+    work = tmp_path / "skills"
+    shutil.copytree(skills_dir, work)
+    before = len(server.statuses())
+    done, took = luban(server, "optimize", *SKILLS, "--skills-dir", str(work), "--mode", "full", "--approval", "auto",
+                       "--max-rounds", "2", "--init-git", timeout=1400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout)
+    check_run(server, run, before)
+    rows = check_rows(work.parent / "luban-workspace")
+    for row in (r for r in rows if r.status == "keep"):
+        evidence = row.evidence or {}
+        basis = evidence.get("dims", {}).get(evidence.get("basis") or "", {})
+        assert basis and min(basis["n"]) > 0, f"a keep decided on a dimension measured on one side only: {row}"
+        assert row.scores and row.scores.get(evidence["basis"]) is not None, row
+    if run["stopped"]:  # the consumer gate: a 135M target model is below every threshold the design sets
+        assert "consumer" in run["stopped"] and not any(r.status == "keep" for r in rows), run["stopped"]
+    assert took < 1200, f"optimize took {took:.0f} s"
+    print(f"\nluban optimize --mode full --max-rounds 2, 2 skills, against SmolLM2: {took:.0f} s, "
+          f"{run['usage']['calls']} calls, stopped: {run['stopped']}, rows: {[(r.skill, r.status) for r in rows]}")
+
+
+@pytest.mark.timeout(1200)
+def test_llama_cpp_own_server_speaks_json_schema_and_says_its_slots(tmp_path: Path, skills_dir: Path):
+    """The second real dialect: llama.cpp's llama-server takes json_schema at the first try and says at /props how
+    many requests it works on at once; Luban sends that many, and no call fails."""
+    with llama_server(tmp_path) as other:
+        done, took_doctor = luban(other, "doctor", "--skills-dir", str(skills_dir), timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "ok   structured output: json_schema (taken at the first try)" in done.stdout, done.stdout
+        assert "ok   concurrency: 4 slot(s) (the server says); Luban sends 4 at once" in done.stdout, done.stdout
+        done, took = luban(other, "evaluate", "api-changelog", "--skills-dir", str(skills_dir), "--mode", "full",
+                           "--workspace", str(tmp_path / "ws"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout)
+    assert run["server"]["dialects"] == {"smollm2": "json_schema"} and run["server"]["step_downs"] == []
+    assert (run["server"]["slots"], run["server"]["concurrency"]) == (4, 4)
+    assert run["usage"]["failed"] == 0 and run["usage"]["over_cap"] == 0, run["usage"]
+    assert "structured output for smollm2: json_object+schema" not in run["fallbacks"]
+    print(f"\nllama-server: doctor {took_doctor:.0f} s; evaluate --mode full, 1 skill: {took:.0f} s, "
+          f"{run['usage']['calls']} calls")
