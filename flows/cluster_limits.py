@@ -88,40 +88,52 @@ class BatchBudget(Usage):
     def reserve(self) -> None:
         super().reserve()  # this process's own count first: it still says what this process spent
         calls, tokens = budget_names(self.batch_id)
-        if _left(tokens) <= 0:
-            raise BudgetExhausted(f"the batch's LLM token budget is spent ({self.max_tokens} tokens across all of its "
-                                  "processes, LUBAN_MAX_TOKENS)")
+        left = _left(tokens)
+        if left is None:  # a process that outlives its batch (a task still in flight when it ended) calls nothing
+            raise BudgetExhausted(f"the batch's LLM budget is closed: its batch is over ({self.batch_id})")
+        if left <= 0:
+            raise BudgetExhausted(self._spent("token", self.max_tokens, "LUBAN_MAX_TOKENS"))
         if not _take(calls, 1):
-            raise BudgetExhausted(f"the batch's LLM call budget is spent ({self.max_calls} calls across all of its "
-                                  "processes, LUBAN_MAX_LLM_CALLS)")
+            raise BudgetExhausted(self._spent("call", self.max_calls, "LUBAN_MAX_LLM_CALLS"))
+
+    @staticmethod
+    def _spent(kind: str, size: int, setting: str) -> str:
+        return f"the batch's LLM {kind} budget is spent ({size} {kind}s across all of its processes, {setting})"
 
     def record(self, record) -> None:
         super().record(record)
         spent = record.tokens_in + record.tokens_out
         tokens = budget_names(self.batch_id)[1]
         if spent and not _take(tokens, spent):  # this call overshot: the rest is taken, and every process sees none left
-            _take(tokens, max(0, _left(tokens)))
+            _take(tokens, max(0, _left(tokens) or 0))
 
 
-def _left(name: str) -> int:
+def _left(name: str) -> int | None:
+    """What the limit ``name`` has left; None when it is gone (the batch that made it is over)."""
     from prefect.client.orchestration import get_client
+    from prefect.exceptions import ObjectNotFound
 
     with get_client(sync_client=True) as client:
-        limit = client.read_global_concurrency_limit_by_name(name)
+        try:
+            limit = client.read_global_concurrency_limit_by_name(name)
+        except ObjectNotFound:
+            return None
     return limit.limit - limit.active_slots
 
 
 def _take(name: str, slots: int) -> bool:
     """``slots`` of the limit ``name`` taken for good; False when it has fewer left (the server answers 423, or 422
-    when they are more than the whole limit)."""
+    when they are more than the whole limit) or when it is gone: the server grants slots of a limit it does not
+    have (it acquires every limit it finds, and finds none), and a budget that is gone must not be a budget without
+    end."""
     from prefect.client.orchestration import get_client
     from prefect.exceptions import PrefectHTTPStatusError
 
     with get_client(sync_client=True) as client:
         try:
-            client.increment_concurrency_slots([name], slots, "concurrency")
+            response = client.increment_concurrency_slots([name], slots, "concurrency")
         except PrefectHTTPStatusError as err:
             if err.response.status_code in (422, 423):  # more than the limit itself; more than it has left
                 return False
             raise
-    return True
+    return any(limit.get("name") == name for limit in response.json())

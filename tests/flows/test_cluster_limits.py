@@ -103,6 +103,26 @@ def test_a_batch_budget_is_one_count_whatever_process_spends_it():
             client.read_global_concurrency_limit_by_name(budget_names(done)[0])
 
 
+def test_a_budget_that_is_gone_grants_no_call_to_a_process_that_outlives_its_batch():
+    """The server grants slots of a limit it does not have. A child's task still in flight when its batch ended
+    (and closed its budget, one limit after the other) must find the budget spent, not endless."""
+    from prefect.client.orchestration import get_client
+
+    from flows.cluster_limits import BatchBudget, budget_names, close_batch_budget, open_batch_budget
+
+    batch = uuid.uuid4().hex
+    open_batch_budget(Settings(max_llm_calls=5, max_tokens=1000), batch)
+    lingering = BatchBudget(5, 1000, batch_id=batch)
+    lingering.reserve()
+    with get_client(sync_client=True) as client:  # halfway through close_batch_budget: the calls limit is gone
+        client.delete_global_concurrency_limit_by_name(budget_names(batch)[0])
+    with pytest.raises(BudgetExhausted, match="call budget is spent"):
+        lingering.reserve()
+    close_batch_budget(batch)
+    with pytest.raises(BudgetExhausted, match="budget is closed: its batch is over"):
+        lingering.reserve()
+
+
 def test_setup_server_creates_the_llm_limits_and_resizes_them_when_run_again():
     from prefect.client.orchestration import get_client
 
