@@ -1,4 +1,26 @@
-"""Prefect flows for Phase 0-6, checkpoints, deployments, and the luban CLI.
+"""Prefect flows for Phase 0–6, the ratchet, scale-out, and the ``luban`` commands.
+
+The layers, and the one direction imports take (tests/flows/test_layers.py reads
+every import, at the top of a module or inside a function, and fails on any
+against this rule and on any cycle):
+
+    entry files  cli.py, optimize.py, skill_flow.py, serving.py
+                 (where the console script and prefect.yaml's deployments point)
+      → phases/       Phase 0–6 bodies: preflight, init, rounds, held-out gate, report, resume
+      → scale/        skills side by side: threads, git worktrees, child flow runs on workers
+      → ratchet/      one round: the loop, the trial, measurements, Prefect tasks, records, state rebuilt from them
+      → state/        the run: frozen configuration, the run object, the ledger of samples
+      → server/, interaction/   what every layer may use: the Prefect server's limits, locks and
+                      heartbeats; people and terminals (checkpoints, progress, interrupts, events)
+
+    gate/         ``luban score``, the CI gate: stands alone (no Prefect, no phase),
+                  importing only interaction/terminal.py; only cli.py imports it.
+
+A module imports its own package or a layer below. Why this order: a phase
+decides what runs for which skills, scale-out runs a skill's rounds somewhere,
+a round measures and records through the run's state, and the state knows
+nothing of who drives it — so each layer can be read, and tested, without the
+ones above it.
 
 Importing this package must stay cheap: `luban score` runs in CI on every push,
 so nothing here imports Prefect, openai or pandas at module level.

@@ -12,9 +12,9 @@ from typing import Any
 
 import typer
 
-from flows.doctor_cli import doctor as doctor_command
-from flows.score_cli import score as score_command
-from flows.score_cli import usage_error as _usage_error
+from flows.gate.cli import score as score_command
+from flows.interaction.doctor import doctor as doctor_command
+from flows.interaction.terminal import usage_error as _usage_error
 
 app = typer.Typer(
     name="luban",
@@ -62,8 +62,8 @@ def workspace_option() -> Any:
     return typer.Option(None, "--workspace", help=WORKSPACE_HELP)
 
 
-app.command("score")(score_command)  # flows/score_cli.py: the CI gate, light on imports like this module
-app.command("doctor")(doctor_command)  # flows/doctor_cli.py: the model server checked before a batch
+app.command("score")(score_command)  # flows/gate/cli.py: the CI gate, light on imports like this module
+app.command("doctor")(doctor_command)  # flows/interaction/doctor.py: the model server checked before a batch
 
 
 def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
@@ -248,7 +248,7 @@ def _refuse_early(command: str, skills_dir: str, skills, mode: str, approval: st
                   resume: bool, llm: dict, evaluate_only: bool = False, lock_wait: int = 0, parallel: int = 1,
                   fan_out_to: str | None = None) -> None:
     """The run's refusals before any Prefect server starts: one line, exit 2, nothing written."""
-    from flows.preflight import Refused, preflight
+    from flows.phases.preflight import Refused, preflight
 
     try:
         preflight(skills_dir, list(skills or []), mode, approval, budget, workspace, init_git, resume, llm, evaluate_only,
@@ -261,7 +261,7 @@ def _stop_at_first_interrupt(skills_dir: str, workspace: str | None, mode: str) 
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from flows.interrupt import exit_at_first_interrupt, interrupted_summary, resume_command
+    from flows.interaction.interrupt import exit_at_first_interrupt, interrupted_summary, resume_command
     from workspace.layout import default_root
 
     started = datetime.now(UTC).replace(microsecond=0)  # results.tsv stamps whole seconds
@@ -274,7 +274,7 @@ def _stop_evaluate_at_first_interrupt(skills_dir: str, skills, workspace: str | 
     from datetime import UTC, datetime
     from pathlib import Path
 
-    from flows.interrupt import evaluated_summary, exit_at_first_interrupt
+    from flows.interaction.interrupt import evaluated_summary, exit_at_first_interrupt
     from workspace.layout import default_root
 
     started = datetime.now(UTC).replace(microsecond=0)
@@ -333,7 +333,7 @@ def setup_server(heartbeat: int = typer.Option(60, "--heartbeat", min=31, help="
     """Once per shared Prefect server: the automation that marks a lost machine's runs Crashed, and the limits on LLM
     calls all workers share (needs PREFECT_API_URL)."""
     prefect_defaults()
-    from flows.cluster import ZOMBIE_AUTOMATION, ensure_llm_limits, ensure_zombie_automation
+    from flows.server.setup import ZOMBIE_AUTOMATION, ensure_llm_limits, ensure_zombie_automation
 
     automation_id, created = ensure_zombie_automation(heartbeat)
     typer.echo(f"{'created' if created else 'already there'}: automation '{ZOMBIE_AUTOMATION}' ({automation_id})")

@@ -19,14 +19,17 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 from pydantic import BaseModel, PrivateAttr
 
-from flows import held_out_gate, phase_init, phase_optimize, phase_report
-from flows.checkpoints import Approval
-from flows.context import Optimized, Run, RunOptions
-from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
-from flows.interrupt import keep_terminal_handler
-from flows.preflight import Refused, check_options, lock_path, preflight
-from flows.run_config import PhaseEnd
-from flows.server_lock import workspace_held
+from flows.interaction.checkpoints import Approval
+from flows.interaction.interrupt import keep_terminal_handler
+from flows.phases import held_out_gate
+from flows.phases import init as phase_init
+from flows.phases import report as phase_report
+from flows.phases import rounds as phase_optimize
+from flows.phases.preflight import Refused, check_options, lock_path, preflight
+from flows.server.heartbeat import prompt_heartbeat_flow, run_heartbeats
+from flows.server.lock import workspace_held
+from flows.state.config import PhaseEnd
+from flows.state.run import Optimized, Run, RunOptions
 from judges.llm import BudgetExhausted
 from workspace import run_marker
 from workspace.git_ratchet import GitStateError

@@ -1,7 +1,7 @@
 """One skill's rounds as a flow run of its own, on whichever worker of the pool takes it (``--fan-out-to``).
 
 A batch that fans out forks each skill a git worktree and branch exactly as
-``--parallel`` does (flows/fan_out.py), then asks Prefect for one child flow
+``--parallel`` does (flows/scale/fan_out.py), then asks Prefect for one child flow
 run of this flow per skill (``run_deployment``, idempotency key: the batch run,
 the skill, the commit it was forked from). The child rebuilds the skill's state
 from the records, as ``--resume`` does — the baseline row, the test prompts,
@@ -19,23 +19,15 @@ afresh, and its samples are the ones the parent took at the baseline.
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import asdict
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from prefect import flow
 
-from flows.cluster_limits import BatchBudget, llm_gate
-from flows.context import Run, RunOptions, SkillOutcome
-from flows.measure import Ledger, settings_fingerprint
-from flows.run_config import ConsumerVerdict, RunConfig
+from flows.scale.child import SKILL_FLOW, check_same_models, hand_back_record, skill_run
+from flows.state.config import ConsumerVerdict
 from judges.llm import BudgetExhausted
-from scoring.samples import Measured
 from workspace.atomic import atomic_write
-
-SKILL_FLOW = "optimize-skill"
 
 
 @flow(name=SKILL_FLOW, log_prints=True, validate_parameters=False)
@@ -47,10 +39,10 @@ def optimize_skill_rounds(skill: str, worktree: str, branch: str, original: str,
 
     ``worktree`` is the skills directory inside the skill's worktree; ``original`` the commit the batch started
     from (the kept edits since then are read from git); ``hand_back`` where the outcome record goes; ``budget_id``
-    the batch's shared LLM budget on the server (flows/cluster_limits.py), when it has one; ``models`` the batch's
+    the batch's shared LLM budget on the server (flows/server/limits.py), when it has one; ``models`` the batch's
     model settings (never the key), which the worker's own must match; ``consumer`` the batch's consumer verdict
     (its configuration is the batch's: the same options, mode and verdict)."""
-    from flows.phase_optimize import continue_or_start
+    from flows.phases.rounds import continue_or_start
 
     verdict = ConsumerVerdict(**consumer) if consumer else ConsumerVerdict.not_tested("offline backend")
     run = skill_run(skill, worktree, branch, original, workspace, mode, run_dir, options, batch_run_id, verdict,
@@ -64,187 +56,28 @@ def optimize_skill_rounds(skill: str, worktree: str, branch: str, original: str,
     return {"outcome": record["outcome"], "budget": record.get("budget")}
 
 
-def _resolved_flags(batch: Run) -> dict[str, Any]:
-    """The batch's settings as it resolved them (flags, environment, luban.toml), all but the key: a child resolves
-    the same ones, wherever it runs, and takes only the key from its worker's environment."""
-    settings = getattr(batch.backend, "settings", None)
-    return settings.as_flags() if settings is not None else dict(batch.options.llm)
-
-
-def check_same_models(run: Run, models: dict[str, Any] | None) -> None:
-    """The batch hands its settings on (``_resolved_flags``), but not the key: a worker whose environment lacks it, or
-    holds one a judge refuses, would score this skill offline or not at all and say nothing."""
-    mine = settings_fingerprint(run)
-    if models is not None and json.loads(json.dumps(models)) != json.loads(json.dumps(mine)):
-        differ = sorted(k for k in set(models) | set(mine) if models.get(k) != mine.get(k))
-        raise RuntimeError(f"this worker's model settings differ from the batch's in {', '.join(differ)} "
-                           f"(batch: {', '.join(f'{k}={models.get(k)}' for k in differ)}); set the same OPENAI_BASE_URL, "
-                           "OPENAI_API_KEY and LUBAN_* variables in every worker's environment, then --resume the batch")
-
-
-def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_root: str, mode: str, run_dir: str,
-              options: dict[str, Any], batch_run_id: str | None, consumer: ConsumerVerdict, preferred_dims: list[str],
-              budget_id: str | None = None) -> Run:
-    """The skill's part of the batch's run, rebuilt from what is on disk: the same function a resume uses."""
-    from flows.phase_init import recorded_progress
-    from flows.ratchet import inserted_blocks
-    from judges.backend import make_backend
-    from judges.settings import resolve
-    from workspace import profile as profile_store
-    from workspace import rejected_edits, test_prompts
-    from workspace.git_ratchet import GitRatchet, open_repository
-    from workspace.layout import Workspace
-
-    settings_of = RunOptions(**{**options, "skills": tuple(options.get("skills", ()))})
-    config = RunConfig(settings_of, mode, consumer)  # type: ignore[arg-type]
-    layout = Workspace(Path(worktree), Path(workspace_root), mode)  # type: ignore[arg-type]
-    ratchet = GitRatchet(layout, open_repository(Path(worktree)), branch, original, [skill])
-    settings = resolve(settings_of.llm, os.environ, Path(settings_of.skills_dir) / "luban.toml")
-    usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
-    backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
-    run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
-              skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims))
-    run.buffers[skill] = rejected_edits.load(layout.rejected_edits(skill), skill, run.started.isoformat())
-    if layout.test_prompts(skill).exists():
-        run.prompts[skill] = test_prompts.load(layout.test_prompts(skill))
-    progress = recorded_progress(run, skill)
-    if progress is None:
-        raise RuntimeError(f"{skill}: no baseline row in {layout.results_tsv(skill)}; the batch records it before "
-                           "it fans out (run the batch again, or with --resume)")
-    measure_incumbent(run, skill, progress)
-    run.inserted = inserted_blocks(ratchet.history(),
-                                   lambda c: ratchet.committed_text(c.skill, f"{c.sha}^").decode("utf-8"))
-    return run
-
-
-def measure_incumbent(run: Run, skill: str, progress: tuple) -> None:
-    """The kept text measured as the batch measured it at its baseline (the same keys: offline, the same samples;
-    online, Prefect's cache answers when the workers share result storage)."""
-    from flows import measure
-
-    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    run.baselines[skill] = run.best[skill] = measure.baseline(run, skill, text)
-    run.resumed[skill] = progress
-
-
-def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict[str, Any]:
-    """What the batch needs back from a child: the outcome (None: the budget ran out mid-skill; a stop that ends the
-    batch is in it), notices, the skill's samples (the held-out gate and the skill's summary read them) and the blocks
-    its kept edits inserted (the boilerplate rule)."""
-    done = asdict(outcome) | {"stop": outcome.stop.value} if outcome is not None else None
-    return {"outcome": done, "notices": run.notices,
-            "inserted": sorted(block for block, owner in run.inserted.items() if owner == skill)
-            } | ledger_record(run.ledger, skill)
-
-
-def ledger_record(ledger: Ledger, skill: str) -> dict[str, Any]:
-    """The skill's samples, as JSON: what ``replace_skill`` puts back."""
-    return {"texts": [[tid, _measured_json(m)] for (s, tid), m in ledger.texts.items() if s == skill],
-            "held_out": [[tid, list(v)] for (s, tid), v in ledger.held_out.items() if s == skill],
-            "taken": [[kind, tid, n] for (kind, s, tid), n in ledger.taken.items() if s == skill],
-            "fallbacks": dict(ledger.fallbacks.get(skill, {}))}
-
-
-def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
-    """The child's record folded into the batch's run: its samples replace the skill's (they start with the same
-    baseline samples), its stop and notices join the run's. The skill's outcome."""
-    from workspace.results_tsv import Stop
-
-    replace_skill(run.ledger, skill, record)
-    for block in record["inserted"]:
-        run.inserted.setdefault(block, skill)
-    run.notices.extend(record["notices"])
-    if record.get("budget"):
-        raise BudgetExhausted(record["budget"])  # raised once every skill's work is merged (flows/fan_out.py)
-    fields = dict(record["outcome"])
-    return SkillOutcome(**{**fields, "stop": Stop(fields["stop"])})
-
-
-def replace_skill(ledger: Ledger, skill: str, record: dict[str, Any]) -> None:
-    for key in [k for k in ledger.texts if k[0] == skill]:
-        del ledger.texts[key]
-    for key in [k for k in ledger.held_out if k[0] == skill]:
-        del ledger.held_out[key]
-    for taken in [k for k in ledger.taken if k[1] == skill]:
-        del ledger.taken[taken]
-    ledger.texts.update({(skill, tid): _measured(m) for tid, m in record["texts"]})
-    ledger.held_out.update({(skill, tid): tuple(v) for tid, v in record["held_out"]})
-    ledger.taken.update({(kind, skill, tid): n for kind, tid, n in record["taken"]})
-    ledger.replace_fallbacks(skill, record.get("fallbacks", {}))  # the child's rows have shown them
-
-
-def _measured_json(measured: Measured) -> dict[str, Any]:
-    return {"values": {d: list(v) for d, v in measured.values}, "exact": sorted(measured.exact)}
-
-
-def _measured(data: dict[str, Any]) -> Measured:
-    return Measured.of(data["values"], data["exact"])
 
 
 
-class ChildRunFailed(RuntimeError):
-    """A skill's child flow run did not complete: the batch merges what every skill kept, then stops with this."""
 
 
-def in_child_flow_run(batch: Run, child: Run, skill: str) -> SkillOutcome:
-    """The skill's rounds as a flow run of ``batch.options.fan_out_to`` in the worktree ``child`` was forked into;
-    waits for it and takes its record back. The idempotency key makes a retried request attach to the same run."""
-    from prefect.client.schemas.objects import FlowRun
-    from prefect.deployments import run_deployment
-
-    from flows.fan_out import worktree_root
-    from workspace.git_ratchet import GitRatchet
-
-    assert isinstance(child.ratchet, GitRatchet) and isinstance(batch.ratchet, GitRatchet)
-    hand_back = worktree_root(batch) / f"{skill}.hand-back.json"
-    hand_back.unlink(missing_ok=True)
-    parameters = {"skill": skill, "worktree": str(child.workspace.skills_dir), "branch": child.ratchet.branch,
-                  "original": batch.ratchet.original, "workspace": str(batch.workspace.root), "mode": batch.mode,
-                  "run_dir": str(batch.run_dir), "options": asdict(batch.options) | {"skills": list(batch.options.skills),
-                                                                                     "llm": _resolved_flags(batch)},
-                  "batch_run_id": batch.flow_run_id, "hand_back": str(hand_back), "consumer": asdict(batch.config.consumer),
-                  "preferred_dims": sorted(batch.preferred_dims), "budget_id": batch.budget_id,
-                  "models": settings_fingerprint(batch)}
-    key = f"luban:{batch.flow_run_id}:{skill}:{child.ratchet.head_sha()}"
-    deployment = str(batch.options.fan_out_to)
-    # run_deployment is sync-compatible: called from sync code it returns the FlowRun itself, not a coroutine
-    flow_run = cast(FlowRun, run_deployment(deployment, parameters=parameters, idempotency_key=key, poll_interval=2,
-                                            timeout=None, tags=["luban", f"luban-batch:{batch.ratchet.branch}"],
-                                            flow_run_name=skill))
-    state = flow_run.state
-    if state is None or not state.is_completed() or not hand_back.exists():
-        ended = state.name if state is not None else "without a state"
-        raise ChildRunFailed(f"{skill}: its rounds ran as flow run {flow_run.id} of {deployment}, which ended {ended}"
-                             f"{'' if hand_back.exists() else ' with no record at ' + str(hand_back)}; what it kept is "
-                             f"merged; 'prefect flow-run logs {flow_run.id}' says why, and --resume continues the batch")
-    record = json.loads(hand_back.read_text(encoding="utf-8"))
-    hand_back.unlink()
-    return take_back(batch, skill, record)
 
 
-def wait_for_children(branch: str, wait_seconds: float = 900) -> list[str]:
-    """Wait until the child flow runs of a batch on ``branch`` have ended (their batch was killed, not they): a resume
-    merges their worktrees, which nobody may still be writing, and what they finish is theirs to keep. Their names.
 
-    A child whose machine was lost stays Running until Prefect's zombie automation marks it Crashed
-    (``luban setup-server``); one that never found a worker stays Scheduled: both end the wait with the fix."""
-    import time
 
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType, FlowRunFilterTags
-    from prefect.client.schemas.objects import StateType
 
-    going = FlowRunFilter(tags=FlowRunFilterTags(all_=[f"luban-batch:{branch}"]), state=FlowRunFilterState(
-        type=FlowRunFilterStateType(any_=[StateType.SCHEDULED, StateType.PENDING, StateType.RUNNING, StateType.PAUSED,
-                                          StateType.CANCELLING])))
-    deadline, waited = time.monotonic() + wait_seconds, set()
-    with get_client(sync_client=True) as client:
-        while runs := client.read_flow_runs(flow_run_filter=going):
-            waited |= {r.name for r in runs}
-            if time.monotonic() > deadline:
-                listing = ", ".join(f"{r.name} ({r.id}: {r.state.name if r.state else '?'})" for r in runs)
-                raise ChildRunFailed(f"--resume: child flow runs of {branch} have not ended after {wait_seconds:.0f} s: "
-                                     f"{listing}; cancel them in the Prefect UI (or start a worker on their pool), then "
-                                     "--resume again")
-            time.sleep(2)
-    return sorted(waited)
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+

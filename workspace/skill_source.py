@@ -14,7 +14,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from scoring.document import MAX_BYTES
+from scoring.document import MAX_BYTES, UnreadableSkill, decode
 
 SKILL_FILE = "SKILL.md"
 _SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__"}
@@ -133,3 +133,13 @@ def _resolve(path: Path) -> Path:
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def source_text(source: SkillSource) -> tuple[str | None, str | None]:
+    """(the skill's text, None), or (None, why it cannot be scored): unreadable, too large, not UTF-8, empty."""
+    if source.error is not None or source.data is None:
+        return None, source.error or f"{source.path}: could not be read"
+    try:
+        return decode(source.data), None
+    except UnreadableSkill as err:
+        return None, f"{source.path}: {err}"

@@ -14,7 +14,7 @@ from typer.core import TyperOption
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.phase_init import appended, prompts_summary
+from flows.phases.init import appended, prompts_summary
 from tests.conftest import REPO_ROOT, write_skill
 from workspace.test_prompts import TestPrompt
 

@@ -92,7 +92,7 @@ def test_log_lines_print_above_the_bar_through_its_console_and_the_handlers_come
 
     from rich.console import Console
 
-    from flows.progress import _logs_above
+    from flows.interaction.progress import _logs_above
 
     class ConsoleHandler(logging.StreamHandler):  # Prefect's PrefectConsoleHandler prints through self.console
         def __init__(self) -> None:

@@ -37,7 +37,7 @@ class InFlight:
 def calls_at_once(settings: Settings, clients: int = 2, threads_each: int = 3) -> int:
     """The most calls the server saw at once when ``clients`` clients (each its own process's limit of 4) each make
     ``threads_each`` calls at the same time."""
-    from flows.cluster_limits import llm_gate
+    from flows.server.limits import llm_gate
 
     server = ScriptedOpenAI()
     server.responder = counter = InFlight()
@@ -75,7 +75,7 @@ def test_a_batch_budget_is_one_count_whatever_process_spends_it():
     from prefect.client.orchestration import get_client
     from prefect.exceptions import ObjectNotFound
 
-    from flows.cluster_limits import BatchBudget, budget_names, close_batch_budget, open_batch_budget
+    from flows.server.limits import BatchBudget, budget_names, close_batch_budget, open_batch_budget
 
     batch = uuid.uuid4().hex
     settings = Settings(max_llm_calls=5, max_tokens=1000)
@@ -108,7 +108,7 @@ def test_a_budget_that_is_gone_grants_no_call_to_a_process_that_outlives_its_bat
     (and closed its budget, one limit after the other) must find the budget spent, not endless."""
     from prefect.client.orchestration import get_client
 
-    from flows.cluster_limits import BatchBudget, budget_names, close_batch_budget, open_batch_budget
+    from flows.server.limits import BatchBudget, budget_names, close_batch_budget, open_batch_budget
 
     batch = uuid.uuid4().hex
     open_batch_budget(Settings(max_llm_calls=5, max_tokens=1000), batch)
@@ -126,8 +126,8 @@ def test_a_budget_that_is_gone_grants_no_call_to_a_process_that_outlives_its_bat
 def test_setup_server_creates_the_llm_limits_and_resizes_them_when_run_again():
     from prefect.client.orchestration import get_client
 
-    from flows.cluster import ensure_llm_limits
-    from flows.cluster_limits import LLM_LIMIT, LLM_RATE_LIMIT
+    from flows.server.limits import LLM_LIMIT, LLM_RATE_LIMIT
+    from flows.server.setup import ensure_llm_limits
 
     assert len(ensure_llm_limits(3, 2.0)) == 2
     assert ensure_llm_limits(5, None) == [f"{LLM_LIMIT}: at most 5 LLM calls at once (LUBAN_LLM_LIMIT={LLM_LIMIT})"]

@@ -62,7 +62,7 @@ def test_the_pull_step_refuses_a_missing_checkout_with_the_fix(checkout: str | N
 def test_setup_server_creates_the_zombie_automation_once():
     from prefect.automations import Automation
 
-    from flows.cluster import ZOMBIE_AUTOMATION, ensure_zombie_automation
+    from flows.server.setup import ZOMBIE_AUTOMATION, ensure_zombie_automation
 
     first_id, created = ensure_zombie_automation(60)
     again_id, created_again = ensure_zombie_automation(60)

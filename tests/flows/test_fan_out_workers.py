@@ -87,7 +87,7 @@ def test_a_batch_fans_out_over_two_workers_as_the_serial_batch_and_online_spends
 
 
 def test_fan_out_is_refused_without_a_server_or_with_a_person_answering(tmp_path: Path, monkeypatch):
-    from flows.preflight import Refused, check_fan_out
+    from flows.phases.preflight import Refused, check_fan_out
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     with pytest.raises(Refused, match="--approval auto"):
@@ -103,8 +103,8 @@ def test_a_childs_samples_come_back_whole_and_replace_only_its_skills():
     """Online, the held-out gate and the skill's summary read the samples the child took: they must arrive as taken."""
     import json
 
-    from flows.measure import Ledger
-    from flows.skill_flow import ledger_record, replace_skill
+    from flows.scale.child import ledger_record, replace_skill
+    from flows.state.ledger import Ledger
     from scoring.samples import Measured
 
     child, batch = Ledger(), Ledger()
@@ -131,7 +131,7 @@ def waits_for_a_child_still_going(env: dict[str, str]) -> dict:
         "import json, sys\n"
         "from prefect.deployments import run_deployment\n"
         "from prefect.client.orchestration import get_client\n"
-        "from flows.skill_flow import wait_for_children\n"
+        "from flows.scale.child import wait_for_children\n"
         "nothing = {'skill': 'left-going', 'worktree': '/nonexistent', 'branch': 'b', 'original': 'HEAD',\n"
         "           'workspace': '/nonexistent', 'mode': 'full', 'run_dir': '/nonexistent', 'options': {},\n"
         "           'batch_run_id': None, 'hand_back': '/nonexistent/hand-back.json'}\n"
@@ -182,7 +182,7 @@ def test_a_resume_that_waits_in_vain_for_a_child_names_it_and_the_fix():
     from prefect import flow
     from prefect.client.orchestration import get_client
 
-    from flows.skill_flow import ChildRunFailed, wait_for_children
+    from flows.scale.child import ChildRunFailed, wait_for_children
 
     @flow(name="optimize-skill")
     def never_picked_up() -> None:

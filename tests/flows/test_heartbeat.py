@@ -1,4 +1,4 @@
-"""In-process runs keep Prefect's flow-run heartbeat, sent by Luban from a thread that stops at once (flows/heartbeat.py)."""
+"""In-process runs keep Prefect's flow-run heartbeat, sent by Luban from a thread that stops at once (flows/server/heartbeat.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-from flows.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.optimize import evaluate_skills
+from flows.server.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from tests.flows.prefect_server import wait_for
 
 pytestmark = pytest.mark.usefixtures("prefect_api")

@@ -6,8 +6,8 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-from flows import measure
-from flows.run_config import Quality
+from flows.ratchet import measure
+from flows.state.config import Quality
 from judges.settings import Secret, Settings
 from tests.conftest import REPO_ROOT, write_skill
 from workspace.layout import Workspace

@@ -7,8 +7,8 @@ from pathlib import Path
 import git
 import pytest
 
-from flows.measure import HELD_OUT_SAMPLES
 from flows.optimize import optimize_skills
+from flows.ratchet.measure import HELD_OUT_SAMPLES
 from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, reply
 from tests.support.scripted_llm import LubanResponder, kind_of, messages_json, same_skill, skill_in
 from workspace import meta_learnings, profile, rejected_edits

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from flows.run_config import GO_ON, ConsumerVerdict, PhaseEnd, Quality, Response, RunConfig, RunOptions
+from flows.state.config import GO_ON, ConsumerVerdict, PhaseEnd, Quality, Response, RunConfig, RunOptions
 
 
 def config(response: Response = Response.CONTINUE, **options) -> RunConfig:
@@ -53,7 +53,7 @@ def test_a_resumed_or_re_executed_run_keeps_the_verdict_it_started_with(tmp_path
     """Measured again, the consumer baseline would cost calls and could come out otherwise under noisy judges."""
     from types import SimpleNamespace
 
-    from flows.phase_init import recorded_verdict, verdict_models
+    from flows.phases.init import recorded_verdict, verdict_models
     from workspace import run_marker
 
     online = SimpleNamespace(name="openai", settings=SimpleNamespace(target_model="target-m", judge_model="judge-a"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.server_lock import ServerLock, limit_name
+from flows.server.lock import ServerLock, limit_name
 from workspace.lock import WorkspaceLocked
 
 pytestmark = pytest.mark.usefixtures("prefect_api")

@@ -23,7 +23,7 @@ MEASURE_ONCE = r'''
 import sys
 from pathlib import Path
 from prefect import flow
-from flows import tasks
+from flows.ratchet import tasks
 from judges.backend import make_backend
 from judges.settings import resolve
 

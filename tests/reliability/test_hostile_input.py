@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.score_command import score_source
+from flows.gate.check import score_source
 from tests.reliability.crash import run_child
 from tests.reliability.hostile import AUDIT_PRELUDE, build
 from workspace.skill_source import read_skill

@@ -168,10 +168,10 @@ def test_the_killed_runs_marker_is_closed_by_the_run_that_follows(tmp_path: Path
 
 
 def workspace_slots_taken(workspace: Path) -> int:
-    """The workspace's run lock on the Prefect server the children share (flows/server_lock.py): slots held now."""
+    """The workspace's run lock on the Prefect server the children share (flows/server/lock.py): slots held now."""
     from prefect.client.orchestration import get_client
 
-    from flows.server_lock import limit_name
+    from flows.server.lock import limit_name
 
     with get_client(sync_client=True) as client:
         return client.read_global_concurrency_limit_by_name(limit_name(workspace)).active_slots

@@ -6,9 +6,10 @@ Imports nothing heavy at the top (no Prefect, openai or pandas): CI runs it on e
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NoReturn
 
 import typer
+
+from flows.interaction.terminal import usage_error
 
 
 class OutputFormat(StrEnum):
@@ -49,9 +50,9 @@ def score(
     gc.set_threshold(50_000, 20, 100)
     from pathlib import Path
 
-    from flows.score_command import EXIT_ERROR, ScoreOptions, apply_gates, collect
-    from flows.score_config import ConfigError, resolve
-    from flows.score_output import write
+    from flows.gate.check import EXIT_ERROR, ScoreOptions, apply_gates, collect
+    from flows.gate.config import ConfigError, resolve
+    from flows.gate.write import write
 
     try:
         config = resolve({"fail-under": fail_under, "strict": strict, "ignore": ignore}, os.environ, Path.cwd())
@@ -77,6 +78,3 @@ def score(
     raise typer.Exit(status)
 
 
-def usage_error(message: str, command: str = "score") -> NoReturn:
-    typer.echo(f"luban {command}: {message}", err=True)
-    raise typer.Exit(2)

@@ -6,7 +6,7 @@
   (≤ ``SHORT_WAIT`` s, or any run without a deployment) *pause*: the process waits.
   Longer waits in a served deployment *suspend* the root flow run: no process is
   held, and on resume Prefect runs the flow again from the top; Phase 0 sees the
-  same flow run id and continues from the records (``flows.run_marker``), and each
+  same flow run id and continues from the records (``workspace.run_marker``), and each
   checkpoint already answered returns its stored answer at once.
 - ``auto``: batch runs accept the safe default at each checkpoint and say so.
 - ``cli``: the terminal asks, when there is one; otherwise it behaves as auto.

@@ -59,11 +59,11 @@ def ensure_zombie_automation(heartbeat_seconds: int = HEARTBEAT_SECONDS) -> tupl
 
 
 def ensure_llm_limits(concurrent: int | None, per_second: float | None) -> list[str]:
-    """The server's limits on LLM calls across all workers (flows/cluster_limits.py), created or resized; what was set.
+    """The server's limits on LLM calls across all workers (flows/server/limits.py), created or resized; what was set.
     Workers take them when their environment (or the run's settings) names them: LUBAN_LLM_LIMIT, LUBAN_LLM_RATE_LIMIT."""
     from prefect.client.orchestration import get_client
 
-    from flows.cluster_limits import LLM_LIMIT, LLM_RATE_LIMIT
+    from flows.server.limits import LLM_LIMIT, LLM_RATE_LIMIT
 
     done = []
     with get_client(sync_client=True) as client:

@@ -6,12 +6,12 @@ from dataclasses import dataclass, replace
 
 from prefect import get_run_logger
 
-from flows import measure, tasks
-from flows.context import Optimized, Run, SkillOutcome
-from flows.events import emit
-from flows.fan_out import side_by_side
-from flows.ratchet import freeze, kept_edits, optimize_skill, reject
-from flows.run_config import PhaseEnd
+from flows.interaction.events import emit
+from flows.ratchet import measure, records
+from flows.ratchet.loop import freeze, kept_edits, optimize_skill, reject
+from flows.scale.threads import side_by_side
+from flows.state.config import PhaseEnd
+from flows.state.run import Optimized, Run, SkillOutcome
 from judges.llm import BudgetExhausted
 from scoring.formula import round1
 from scoring.keep_decision import compare_means
@@ -171,7 +171,7 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
     run.best[skill] = measure.baseline(run, skill, restored)  # measured afresh: its older samples were this run's too
     undone = kept[-1]  # the very edit: never proposed again (a rewrite has no edit to remember)
     digest = edit_sha256(undone.old, undone.new) if undone is not None else ""
-    row = tasks.build_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
+    row = records.build_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
                           measured=run.ledger.of(skill, restored), dim=last_keep.dim_changed,
                           facts={"held_out_fail": "true", "step": "B", "sha256": digest,
                                  "reason": RejectReason.HELD_OUT_DEGRADED},
@@ -182,7 +182,7 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
             reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED)
         ratchet.rollback_to_previous_keep(skill)
 
-    tasks.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored.encode("utf-8")))
+    records.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored.encode("utf-8")))
     emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
                                    "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
     return True

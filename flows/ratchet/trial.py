@@ -3,7 +3,7 @@
 ``try_edit`` writes nothing but the candidate file and asks no one but the
 judges (and, when the judges disagree by more than three points, the person
 at the checkpoint). What happens to the edit is the ``Trial`` it returns —
-``flows.ratchet.apply`` carries it out, in one place.
+``flows.ratchet.loop.apply`` carries it out, in one place.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import difflib
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from flows import measure
-from flows.context import Run
+from flows.ratchet import measure
+from flows.state.run import Run
 from judges.backend import Evaluation
 from judges.llm import BudgetExhausted
 from scoring.keep_decision import Decision, Measured, Verdict, decide, next_samples

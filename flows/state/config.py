@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from flows.checkpoints import Approval
+from flows.interaction.checkpoints import Approval
 from workspace.layout import Mode
 
 LITE_BUDGET = 0.03  # a lite run edits at most 3 % of a file, one round
@@ -37,7 +37,7 @@ class RunOptions:
     llm: dict[str, Any] = field(default_factory=dict)  # model names, limits; never the API key
     evaluate_only: bool = False  # Phases 0–1: no branch, no snapshot, nothing edited
     allow_rename: bool = False  # a person's opt-in: an edit may change the frontmatter name (runtimes invoke by it)
-    parallel: int = 1  # skills whose rounds run at once (flows/fan_out.py); more than 1 needs approval auto
+    parallel: int = 1  # skills whose rounds run at once (flows/scale/fan_out.py); more than 1 needs approval auto
     lock_wait: int = 0  # seconds to queue behind a run holding the workspace or repository (0: refuse, naming it)
     start_branch: str | None = None  # the branch checked out when the run was asked for: a queued run starts there
     fan_out_to: str | None = None  # a deployment of optimize-skill: each skill's rounds as a child flow run on its pool

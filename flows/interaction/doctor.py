@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from flows.score_cli import usage_error
+from flows.interaction.terminal import usage_error
 
 MODEL_HELP = "overrides LUBAN_{}_MODEL and luban.toml"
 

@@ -14,9 +14,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from flows.score_command import EXIT_OK, ScoreOptions, SkillResult, severity
-from flows.score_config import RULES, UNREADABLE, Severity
-from scoring import WEIGHTS
+from flows.gate.check import ScoreOptions, SkillResult, severity
+from flows.gate.config import RULES, UNREADABLE, Severity
 
 GATE = "gate"  # fail-under, a regression, an error-level finding: the gate's own verdict on the skill
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")  # what XML 1.0 cannot hold
@@ -130,37 +129,7 @@ def write_sarif(results: list[SkillResult], status: int, out: TextIO, options: S
     out.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
 
 
-def changed_summary(results: list[SkillResult], status: int, base: str | None) -> str:
-    """--changed in a pull request: one row per skill — total before → after, the dimensions that moved, the checks
-    that flipped, the gate — readable at a glance."""
-    from flows.score_output import summary_line
-
-    lines = [f"## Luban: skills changed since {base}", "",
-             "| skill | total | dimensions that moved | checks flipped | gate |", "|---|---|---|---|---|"]
-    for r in results:
-        gate = "❌ " + "; ".join(r.gate_failures) if r.gate_failures else "✅"
-        if r.score is None:
-            lines.append(f"| {r.source.name} | — | — | — | ❌ {_cell(r.error or '')} |")
-            continue
-        if r.base_score is None:
-            lines.append(f"| {r.score.skill} | new: {r.score.total} | — | — | {_cell(gate)} |")
-            continue
-        moved = [f"{d} {_num(r.base_score.dim(d).score)} → {_num(r.score.dim(d).score)}" for d in WEIGHTS
-                 if r.base_score.dim(d).score != r.score.dim(d).score]
-        before = {c.name: c.passed for c in r.base_score.dim("dim1").checks}
-        flipped = [("✅ " if c.passed else "❌ ") + c.name for c in r.score.dim("dim1").checks
-                   if c.name in before and before[c.name] != c.passed]
-        delta = round(r.score.total - r.base_score.total, 1)
-        total = f"{r.base_score.total} → {r.score.total} ({delta:+g})"
-        lines.append(f"| {r.score.skill} | {total} | {', '.join(moved) or 'none'} | {', '.join(flipped) or 'none'} "
-                     f"| {_cell(gate)} |")
-    lines += ["", summary_line(results, status) + ("" if status == EXIT_OK else " — see the annotations"), ""]
-    return "\n".join(lines)
 
 
-def _num(value: float | None) -> str:
-    return "unscored" if value is None else f"{value:g}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "∣").replace("\n", " ")

@@ -1,15 +1,15 @@
 """How `luban score` shows its results: rich tables, one JSON document, or GitHub annotations (JUnit XML and
-SARIF are in flows/score_formats.py). Every path is the one the gate was configured to show (relative)."""
+SARIF are in flows/gate/ci_formats.py). Every path is the one the gate was configured to show (relative)."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
-from flows.score_command import ScoreOptions, SkillResult, severity
-from scoring import WEIGHTS, round1
+from flows.gate.check import ScoreOptions, SkillResult, severity
+from flows.gate.summary import _delta_cell, dim_deltas, markdown_summary, summary, summary_line, to_json_entry
 from scoring.formula import explain_total
 
 
@@ -21,9 +21,9 @@ def write(fmt: str, results: list[SkillResult], status: int, options: ScoreOptio
     elif fmt == "github":
         write_github(results, status, out, options)
     elif fmt in ("junit", "sarif"):
-        from flows import score_formats
+        from flows.gate import ci_formats
 
-        (score_formats.write_junit if fmt == "junit" else score_formats.write_sarif)(results, status, out, options)
+        (ci_formats.write_junit if fmt == "junit" else ci_formats.write_sarif)(results, status, out, options)
     else:
         from rich.console import Console
 
@@ -32,34 +32,8 @@ def write(fmt: str, results: list[SkillResult], status: int, options: ScoreOptio
         write_text(results, status, Console(file=out))
 
 
-def dim_deltas(result: SkillResult) -> dict[str, float | None]:
-    if result.score is None or result.base_score is None:
-        return {}
-    deltas: dict[str, float | None] = {}
-    for dim in WEIGHTS:
-        new, old = result.score.dim(dim).score, result.base_score.dim(dim).score
-        deltas[dim] = None if new is None or old is None else round1(new - old)
-    return deltas
 
 
-def to_json_entry(result: SkillResult) -> dict[str, Any]:
-    if result.score is None:
-        return {"skill": result.source.name, "path": result.source.path, "error": result.error}
-    entry: dict[str, Any] = {"skill": result.source.name, "path": result.source.path}
-    entry.update(result.score.to_dict())
-    entry["gate_failures"] = list(result.gate_failures)
-    entry["ignored"] = [{"rule": i.rule, "line": i.line, "message": i.message, "ignored_by": i.why} for i in result.ignored]
-    if result.base_score is not None:
-        entry["base"] = {
-            "path": result.base_path,
-            "total": result.base_score.total,
-            "deterministic_subtotal": result.base_score.deterministic_subtotal,
-            "delta_total": round1(result.score.total - result.base_score.total),
-            "delta_dims": dim_deltas(result),
-        }
-    elif result.is_new:
-        entry["base"] = None
-    return entry
 
 
 def write_json(results: list[SkillResult], status: int, out: TextIO) -> None:
@@ -71,23 +45,8 @@ def write_json(results: list[SkillResult], status: int, out: TextIO) -> None:
     out.write('\n],\n"summary": ' + json.dumps(summary(results, status), ensure_ascii=False) + "}\n")
 
 
-def summary(results: list[SkillResult], status: int) -> dict[str, Any]:
-    return {
-        "scored": sum(r.score is not None for r in results),
-        "errors": sum(r.score is None for r in results),
-        "violations": sum(len(r.score.violations) for r in results if r.score),
-        "ignored": sum(len(r.ignored) for r in results),
-        "gate_failures": sum(len(r.gate_failures) for r in results),
-        "exit_status": status,
-    }
 
 
-def summary_line(results: list[SkillResult], status: int) -> str:
-    s = summary(results, status)
-    verdict = {0: "passed", 1: "FAILED (gate)", 2: "FAILED (unscorable skill)"}[status]
-    ignored = f", {s['ignored']} ignored" if s["ignored"] else ""
-    return (f"{s['scored']} scored, {s['errors']} unscorable, {s['violations']} violation(s){ignored}, "
-            f"{s['gate_failures']} gate failure(s): {verdict}")
 
 
 def write_text(results: list[SkillResult], status: int, console) -> None:
@@ -135,12 +94,6 @@ def write_text(results: list[SkillResult], status: int, console) -> None:
     console.print(summary_line(results, status))
 
 
-def _delta_cell(delta: float | None) -> str:
-    if delta is None:
-        return ""
-    if delta > 0:
-        return f"[green]+{delta:g}[/]"
-    return f"[red]{delta:g}[/]" if delta < 0 else "0"
 
 
 def _escape_data(text: str) -> str:
@@ -170,20 +123,10 @@ def write_github(results: list[SkillResult], status: int, out: TextIO, options: 
     out.write(summary_line(results, status) + "\n")
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
-        from flows.score_formats import changed_summary
+        from flows.gate.summary import changed_summary
 
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(changed_summary(results, status, options.base) if options and options.changed
                          else markdown_summary(results, status))
 
 
-def markdown_summary(results: list[SkillResult], status: int) -> str:
-    lines = ["## Luban skill scores", "", "| skill | total | deterministic /31 | violations | gate |", "|---|---:|---:|---:|---|"]
-    for r in results:
-        if r.score is None:
-            lines.append(f"| {r.source.name} | — | — | — | ❌ {(r.error or '').replace('|', '∣')} |")
-            continue
-        gate = "❌ " + "; ".join(r.gate_failures) if r.gate_failures else "✅"
-        lines.append(f"| {r.score.skill} | {r.score.total} | {r.score.deterministic_subtotal} | {len(r.score.violations)} | {gate} |")
-    lines += ["", summary_line(results, status), ""]
-    return "\n".join(lines)

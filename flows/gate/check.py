@@ -10,12 +10,12 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from flows.score_config import RULES, ScoreConfig, Severity
-from scoring import SkillScore, UnreadableSkill
-from scoring.document import decode, parse
+from flows.gate.config import RULES, ScoreConfig, Severity
+from scoring import SkillScore
+from scoring.document import parse
 from scoring.model import DimensionScore
 from scoring.rubric import score_document
-from workspace.skill_source import SkillSource, discover, read_skill
+from workspace.skill_source import SkillSource, discover, read_skill, source_text
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 
@@ -68,14 +68,6 @@ class SkillResult:
         return self.gated_value is not None and self.gated_value < base
 
 
-def source_text(source: SkillSource) -> tuple[str | None, str | None]:
-    """(the skill's text, None), or (None, why it cannot be scored): unreadable, too large, not UTF-8, empty."""
-    if source.error is not None or source.data is None:
-        return None, source.error or f"{source.path}: could not be read"
-    try:
-        return decode(source.data), None
-    except UnreadableSkill as err:
-        return None, f"{source.path}: {err}"
 
 
 def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:

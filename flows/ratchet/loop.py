@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 from prefect.futures import PrefectFuture
 
-from flows import measure, tasks
-from flows.context import Run, SkillOutcome
-from flows.events import emit
-from flows.run_config import Quality
-from flows.trial import Outcome, Trial, try_edit
+from flows.interaction.events import emit
+from flows.ratchet import measure, records, tasks
+from flows.ratchet.trial import Outcome, Trial, try_edit
+from flows.state.config import Quality
+from flows.state.run import Run, SkillOutcome
 from judges.backend import Evaluation, ProposalRequest
 from judges.llm import BudgetExhausted
 from judges.proposer import Proposal
@@ -93,7 +93,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
                                 "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
     calls = trial.calls + (proposal.attempts if run.backend.name != "offline" else 0)  # one editor call per attempt
     if trial.outcome is Outcome.KEEP:
-        tasks.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
+        records.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
                               text=edit.describe(), edit_pct=proposal.edit_pct)
         for unit in inserted_units(text_before, edit, skill):
             run.inserted.setdefault(unit, skill)
@@ -103,7 +103,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
     status = Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
     if trial.outcome is Outcome.REJECT:
         facts["sha256"], facts["reason"] = edit_sha256(edit.old, edit.new), trial.reason
-    row = tasks.build_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
+    row = records.build_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
                           text=f"{trial.why}; {edit.describe()}", edit_pct=proposal.edit_pct)
 
     def reject_and_roll_back() -> None:
@@ -111,7 +111,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
             reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
         run.editor.rollback(skill)
 
-    tasks.recorded_step(run, skill, row, reject_and_roll_back, rejected_sha256=str(facts.get("sha256", "")))
+    records.recorded_step(run, skill, row, reject_and_roll_back, rejected_sha256=str(facts.get("sha256", "")))
     if trial.outcome is Outcome.REJECT:
         emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
                                        "to_version": run.commit() or "kept", "reason": trial.reason})
@@ -128,7 +128,7 @@ def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Propo
         why = proposal.reason if stop is Stop.PROPOSER_UNAVAILABLE else f"no edit passed its checks: {proposal.reason}"
     else:
         why = "no applicable edit for any dimension"
-    tasks.record_row(run, skill, round_no, Status.SKIP, None, stop=stop, text=why[:2000])
+    records.record_row(run, skill, round_no, Status.SKIP, None, stop=stop, text=why[:2000])
 
 
 def next_proposal(run: Run, skill: str, text: str,

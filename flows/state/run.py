@@ -7,10 +7,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flows.checkpoints import Decision, checkpoint
-from flows.measure import Ledger
-from flows.progress import NO_DISPLAY, Display
-from flows.run_config import GO_ON, PhaseEnd, Quality, RunConfig, RunOptions
+from flows.interaction.checkpoints import Decision, checkpoint
+from flows.interaction.progress import NO_DISPLAY, Display
+from flows.state.config import GO_ON, PhaseEnd, Quality, RunConfig, RunOptions
+from flows.state.ledger import Ledger
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
@@ -61,7 +61,7 @@ class Optimized:
         return cls(dict(outcomes), end if not end.goes_on or first is None else PhaseEnd(first))
 
 
-__all__ = ["Optimized", "Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/run_config.py; imported from here too
+__all__ = ["Optimized", "Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/state/config.py; imported from here too
 
 
 @dataclass
@@ -93,13 +93,13 @@ class Run:
     inserted: dict[str, str] = field(default_factory=dict)  # a line a kept edit inserted (normalized) → its skill
     policy: KeepPolicy = field(default_factory=KeepPolicy)
     repository_lock: WorkspaceLock | None = None  # full mode: held from before the branch is made to the run's end
-    budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/cluster_limits.py)
+    budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/server/limits.py)
 
     def release(self) -> None:
         if self.repository_lock is not None:
             self.repository_lock.release()
         if self.budget_id is not None:
-            from flows.cluster_limits import close_batch_budget
+            from flows.server.limits import close_batch_budget
 
             close_batch_budget(self.budget_id)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flows.context import Run, RunOptions
-from flows.preflight import Refused
+from flows.phases.preflight import Refused
+from flows.state.run import Run, RunOptions
 from workspace import pending_keep
 from workspace.file_ratchet import FileRatchet
 from workspace.git_ratchet import BRANCH_PREFIX, GitRatchet, GitStateError, init_repository, open_repository
@@ -75,12 +75,12 @@ def resume_ratchet(workspace: Workspace, skills: list[str]):
 def settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
     """A keep a kill split from its row gets its row (or is dropped, when the keep never happened); the blocks kept
     edits inserted are read back from git, so the boilerplate rule sees the whole run."""
-    from flows.fan_out import gather
-    from flows.ratchet import inserted_blocks
+    from flows.ratchet.loop import inserted_blocks
+    from flows.scale.worktrees import gather
 
     ratchet = run.editor
     if isinstance(ratchet, GitRatchet):  # a batch that fanned out to workers: its children may still be going
-        from flows.skill_flow import wait_for_children
+        from flows.scale.child import wait_for_children
 
         for name in wait_for_children(ratchet.branch):
             run.notices.append(f"{name}: its child flow run was still going when the batch resumed; waited for it")

@@ -10,14 +10,16 @@ from typing import Any
 
 from prefect import get_run_logger
 
-from flows import resume
-from flows.checkpoints import checkpoint
-from flows.cluster_limits import BatchBudget, llm_gate, open_batch_budget
-from flows.context import Run, RunOptions
-from flows.events import emit
-from flows.fan_out import side_by_side
-from flows.preflight import Refused, Scope, find_skills, recorded_rows, routed
-from flows.run_config import GO_ON, ConsumerVerdict, PhaseEnd, Response, RunConfig
+from flows.interaction.checkpoints import checkpoint
+from flows.interaction.events import emit
+from flows.phases import resume
+from flows.phases.preflight import Refused, Scope, find_skills, recorded_rows, routed
+from flows.ratchet import records
+from flows.ratchet.rebuild import recorded_progress
+from flows.scale.threads import side_by_side
+from flows.server.limits import BatchBudget, llm_gate, open_batch_budget
+from flows.state.config import GO_ON, ConsumerVerdict, PhaseEnd, Response, RunConfig
+from flows.state.run import Run, RunOptions
 from judges.backend import make_backend
 from judges.server import probe as probe_server
 from judges.settings import resolve
@@ -141,7 +143,7 @@ def init(options: RunOptions, flow_run_id: str | None) -> Run:
 
 
 def shared_budget(settings, budget_id: str | None):
-    """A batch that fans out counts its calls against one budget on the Prefect server (flows/cluster_limits.py);
+    """A batch that fans out counts its calls against one budget on the Prefect server (flows/server/limits.py);
     any other run, in its own process (None: the client's own)."""
     if budget_id is None:
         return None
@@ -171,8 +173,7 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
     """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out)."""
-    from flows.score_command import source_text
-    from workspace.skill_source import read_skill
+    from workspace.skill_source import read_skill, source_text
 
     found = {}
     for skill in skills:
@@ -259,7 +260,7 @@ def design_prompts(run: Run) -> PhaseEnd:
 
 def _designed(run: Run, skill: str, text: str) -> list:
     """The designer's prompts; when it fell back to the offline design, the run says so and counts it."""
-    from flows import tasks
+    from flows.ratchet import tasks
     from judges import fallbacks
 
     prompts, how = tasks.design_prompts(run.backend, text, skill)
@@ -305,27 +306,11 @@ def consumer_verdict(mode: str, backend) -> ConsumerVerdict:
     return ConsumerVerdict(capability, Response(response))
 
 
-def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | None:
-    """(baseline total, last recorded round, why it stopped or None) for the skill's last run.
-
-    The stop is the row's ``stop`` column; rows written before it existed kept it in the note as ``stop=…``."""
-    from scoring.notes import parse_note
-
-    rows = run.results(skill).rows()
-    starts = [i for i, r in enumerate(rows) if r.status == Status.BASELINE]
-    if not starts or rows[starts[-1]].new_score is None:
-        return None
-    this = rows[starts[-1]:]
-    stops = [r.stop or parse_note(r.note)[0].get("stop", "") for r in this]
-    stop = next((Stop(s) for s in reversed(stops) if s in {x.value for x in Stop} and s != Stop.BUDGET), None)
-    baseline = rows[starts[-1]].new_score
-    assert baseline is not None  # checked above
-    return baseline, max(r.round for r in this), stop
 
 
 def _resume_skill(run: Run, skill: str, progress: tuple[float, int, Stop | None]) -> None:
     """--resume: keep the recorded baseline; measure the current (kept) version afresh as the incumbent."""
-    from flows import measure
+    from flows.ratchet import measure
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     card = measure.baseline(run, skill, text)
@@ -335,14 +320,14 @@ def _resume_skill(run: Run, skill: str, progress: tuple[float, int, Stop | None]
 
 
 def _baseline_skill(run: Run, skill: str) -> None:
-    from flows import measure, tasks
+    from flows.ratchet import measure
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     calls = measure.CallCounter(run)
     card = measure.baseline(run, skill, text)
     held = measure.held_out(run, skill, text) if run.mode == "full" else ()
     run.baselines[skill] = run.best[skill] = card
-    tasks.record_row(run, skill, 0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
+    records.record_row(run, skill, 0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
                      text="baseline", held_out=sum(held) / len(held) if held else None)
     save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
     lowest = min(d.score for d in card.score.dims if d.score is not None)
@@ -356,10 +341,10 @@ def _baseline_skill(run: Run, skill: str) -> None:
             roi = replace(roi, decision="skip", reason=f"{roi.reason} (skipped: {answer.answered_by})")
     if roi.decision == "skip":
         run.skills.remove(skill)
-        tasks.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.ROI, text=roi.reason)
+        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.ROI, text=roi.reason)
     elif card.review_blocking:  # an open P0 (or three P1) blocks the next phase for this skill
         run.skills.remove(skill)
-        tasks.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.REVIEW_BLOCKED,
+        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.REVIEW_BLOCKED,
                          text="the review gate has open findings that block optimization; fix them first")
 
 
@@ -376,7 +361,7 @@ def baseline(run: Run) -> PhaseEnd:
         _baseline_skill(run, skill)
 
     order = list(run.skills)
-    side_by_side(run, order, one)  # with --parallel, several skills at once (flows/fan_out.py)
+    side_by_side(run, order, one)  # with --parallel, several skills at once (flows/scale/fan_out.py)
     run.baselines = {s: run.baselines[s] for s in order if s in run.baselines}  # the card's order, however they finished
     run.skills = [s for s in order if s in run.skills]
     return _score_card_checkpoint(run)

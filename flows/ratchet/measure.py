@@ -20,22 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.run_config import Quality
+from flows.state.config import Quality
+from flows.state.ledger import text_id
 from judges.backend import Evaluation, Resample, readings
 from judges.sampling import evaluation_samples, resample_samples
-from scoring.keep_decision import Measured, Noise, SamplePlan, pooled, pooled_noise
+from scoring.keep_decision import Measured, Noise, SamplePlan
 from workspace.skill_source import list_files
 
 if TYPE_CHECKING:
-    from flows.context import Run
+    from flows.state.run import Run
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT_SAMPLES = 3  # graded calls per held-out prompt and version: the gate compares means, not one call each
@@ -63,8 +60,6 @@ def settings_fingerprint(run: Run) -> dict:
                                                                     "llm_limit", "llm_rate_limit", "server_slots")}
 
 
-def text_id(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def measurement_key(run: Run, kind: str, skill: str, text: str, index: int, **detail) -> str:
@@ -83,79 +78,6 @@ def evaluation_mode(run: Run) -> str:
     return "quick" if run.quality is Quality.QUICK else run.mode  # a weak target model: quick evaluation only
 
 
-@dataclass
-class Ledger:
-    """Every sample this run took, by skill and text, the next index of each kind of measurement, and every
-    fallback its measurements took, by skill (a row shows those taken since the skill's previous row)."""
-
-    texts: dict[tuple[str, str], Measured] = field(default_factory=dict)
-    held_out: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
-    taken: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    fallbacks: dict[str, Counter[str]] = field(default_factory=dict)
-    shown: dict[str, Counter[str]] = field(default_factory=dict)  # what the skill's rows have shown so far
-    shown_run_wide: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def note_fallbacks(self, skill: str, kinds: Iterable[str]) -> None:
-        with self._lock:
-            self.fallbacks.setdefault(skill, Counter()).update(kinds)
-
-    def fallbacks_for_row(self, skill: str) -> dict[str, int]:
-        """The skill's fallbacks since its previous row (each is shown in exactly one row)."""
-        with self._lock:
-            new = self.fallbacks.get(skill, Counter()) - self.shown.get(skill, Counter())
-            self.shown.setdefault(skill, Counter()).update(new)
-        return dict(new)
-
-    def unshown(self, run_wide: Iterable[str]) -> list[str]:
-        """The run-wide fallbacks (a server's structured output stepped down) no row has shown yet: the next row,
-        whichever skill's, shows them, once."""
-        with self._lock:
-            new = [line for line in run_wide if line not in self.shown_run_wide]
-            self.shown_run_wide.update(new)
-        return new
-
-    def replace_fallbacks(self, skill: str, counts: dict[str, int]) -> None:
-        """A fanned-out child's count for its skill (it began from the batch's baseline), already in its rows."""
-        with self._lock:
-            self.fallbacks[skill] = Counter(counts)
-            self.shown[skill] = Counter(counts)
-
-    def fallback_totals(self) -> dict[str, int]:
-        with self._lock:
-            return dict(sum(self.fallbacks.values(), Counter()))
-
-    def next_index(self, kind: str, skill: str, text: str) -> int:
-        key = (kind, skill, text_id(text))
-        self.taken[key] = self.taken.get(key, -1) + 1
-        return self.taken[key]
-
-    def reserve_readings(self, skill: str, text: str, count: int) -> int:
-        """The first of ``count`` null variants of the text no reading has used yet (scoring/null_variants.py):
-        every judge call, dim8 measurement and held-out grade of a text reads a variant of its own."""
-        key = ("readings", skill, text_id(text))
-        first = self.taken.get(key, 0)
-        self.taken[key] = first + count
-        return first
-
-    def add(self, skill: str, text: str, samples: Measured) -> Measured:
-        key = (skill, text_id(text))
-        self.texts[key] = self.texts.get(key, Measured()).plus(samples)
-        return self.texts[key]
-
-    def of(self, skill: str, text: str) -> Measured:
-        return self.texts.get((skill, text_id(text)), Measured())
-
-    def noise(self) -> dict[str, Noise]:
-        return pooled_noise(self.texts.values())
-
-    def add_held_out(self, skill: str, text: str, values: tuple[float, ...]) -> tuple[float, ...]:
-        key = (skill, text_id(text))
-        self.held_out[key] = self.held_out.get(key, ()) + values
-        return self.held_out[key]
-
-    def held_out_noise(self) -> Noise | None:
-        return pooled(self.held_out.values())
 
 
 def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
@@ -166,7 +88,7 @@ def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Ev
 def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False, diff: str = ""):
     """``evaluate`` started in the background; ``.result()`` adds the samples when it is read.
     ``diff``: what changed since the kept version, for the review gate to see."""
-    from flows import tasks
+    from flows.ratchet import tasks
 
     first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), evaluation=True))
     key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text),
@@ -178,7 +100,7 @@ def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False,
 
 def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
     """More judge calls (and dim8 once more) on ``text``, in the background."""
-    from flows import tasks
+    from flows.ratchet import tasks
 
     if not judges and not dim8:
         return _Nothing()
@@ -227,7 +149,7 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
 
     They join the text's earlier grades in the ledger (for the noise), but the gate compares these: the same
     text graded now against its baseline grades is how a drifting grader shows."""
-    from flows import tasks
+    from flows.ratchet import tasks
 
     count = 1 if run.backend.name == "offline" or run.options.evaluate_only else HELD_OUT_SAMPLES
     files = skill_files(run, skill)

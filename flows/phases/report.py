@@ -8,7 +8,8 @@ from pathlib import Path
 from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.context import Run, SkillOutcome
+from flows.ratchet import records
+from flows.state.run import Run, SkillOutcome
 from scoring.dim8 import needs_full_test
 from scoring.governance.meta_review import meta_review
 from scoring.governance.report import RunFacts, chart_png, latest_runs, render
@@ -79,13 +80,12 @@ def _counter_example_6(run: Run, outcomes: dict[str, SkillOutcome]) -> str:
     if run.backend.name == "offline" or skill is None:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
                 f"({run.backend.name} backend): dim8 is not a measured result in this report")
-    from flows import tasks
-    from flows.measure import skill_files
+    from flows.ratchet.measure import skill_files
     from workspace.results_tsv import Status
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     card = run.backend.evaluate(text, skill, skill_files(run, skill), "full", run.prompts.get(skill, []))
-    tasks.record_row(run, skill, 99, Status.SKIP, card, facts={"check": "counter_example_6"},
+    records.record_row(run, skill, 99, Status.SKIP, card, facts={"check": "counter_example_6"},
                      text="one full test because over 30 % of dim8 scores were dry runs")
     return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"
 

@@ -1,4 +1,4 @@
-"""Phase 2 (the ratchet over skills) and 2.5 (exploratory rewrite); Phase 3 is flows/held_out_gate.py."""
+"""Phase 2 (the ratchet over skills) and 2.5 (exploratory rewrite); Phase 3 is flows/phases/held_out_gate.py."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from dataclasses import replace
 
 from prefect.artifacts import create_markdown_artifact
 
-from flows import measure, tasks
-from flows.context import Optimized, Run, SkillOutcome
-from flows.fan_out import fan_out
-from flows.progress import NO_DISPLAY, progress
-from flows.ratchet import ProposalAhead, optimize_skill, propose_ahead
-from flows.run_config import PhaseEnd
-from flows.trial import Outcome, try_edit
+from flows.interaction.progress import NO_DISPLAY, progress
+from flows.ratchet import measure, records
+from flows.ratchet.loop import ProposalAhead, optimize_skill, propose_ahead
+from flows.ratchet.trial import Outcome, try_edit
+from flows.scale.fan_out import fan_out
+from flows.state.config import PhaseEnd
+from flows.state.run import Optimized, Run, SkillOutcome
 from judges.llm import BudgetExhausted
 from scoring.model import DIM_NAMES
 from workspace.atomic import atomic_write
@@ -51,7 +51,7 @@ def _optimize_in_order(run: Run, order: list[str], update, outcomes: dict[str, S
 
 
 def _optimize_side_by_side(run: Run, order: list[str], update, outcomes: dict[str, SkillOutcome]) -> None:
-    """The skills' rounds at once (flows/fan_out.py); then, in baseline order, what the serial loop does after each."""
+    """The skills' rounds at once (flows/scale/fan_out.py); then, in baseline order, what the serial loop does after each."""
     before = {skill: _pre_run_version(run, skill) for skill in order}
     rounds_left = [skill for skill in order if not finished(run, skill)]  # a resumed batch forks only those
     ran = {skill: continue_or_start(run, skill, update) for skill in order if skill not in rounds_left}
@@ -151,7 +151,7 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
         return replace(outcome, ends_run=f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'")
     if not answer.approved:
         run.editor.restore_original(skill)
-        tasks.record_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
+        records.record_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
                          measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
         # the summary says what the skill ends with: the original, every kept edit undone
         return replace(outcome, after=outcome.before, stop=Stop.USER_REJECTED, reverted=outcome.reverted + outcome.kept, kept=0)
@@ -206,12 +206,12 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> bool:
     trial = try_edit(run, skill, round_no, current, rewritten, None)  # the same keep decision as any edit
     facts = {"strategy": "exploratory-rewrite"}
     if trial.outcome is Outcome.KEEP:
-        tasks.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
+        records.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
                               text="Phase 2.5 exploratory rewrite beat the saved best")
         run.best[skill] = trial.evaluation  # type: ignore[assignment]
         return True
     run.editor.rollback(skill)
-    tasks.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
+    records.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
                      dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
                      text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
     return False

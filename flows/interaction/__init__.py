@@ -1,0 +1,1 @@
+"""People and terminals: checkpoints, progress, interrupts, events, the doctor command, usage errors."""

@@ -1,0 +1,1 @@
+"""Skills side by side: threads, git worktrees per skill, and child flow runs on a pool's workers."""

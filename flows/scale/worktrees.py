@@ -1,0 +1,63 @@
+"""A skill's own git worktree and branch, forked from the batch branch and merged back into it."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import git
+
+from flows.state.run import Run
+from workspace.git_ratchet import GitRatchet, identity_env
+from workspace.layout import Workspace
+
+SEPARATOR = "--"  # between the batch branch and the skill, in a skill's branch name
+
+
+
+def fork(run: Run, skill: str) -> Run:
+    """A run for one skill: in full mode, its own worktree and branch, forked from the batch branch's HEAD."""
+    if not isinstance(run.ratchet, GitRatchet):
+        return replace(run)
+    main = run.ratchet
+    branch = f"{main.branch}{SEPARATOR}{skill}"
+    path = worktree_root(run) / skill
+    if path.exists():  # a worktree a killed batch left: gather() takes its commits first
+        raise RuntimeError(f"{path} exists: run with --resume to gather the interrupted batch first")
+    main.repo.git.worktree("add", "-b", branch, str(path), "HEAD")
+    repo = git.Repo(path)
+    skills_dir = path / os.path.relpath(run.workspace.skills_dir, str(main.repo.working_tree_dir))
+    workspace = Workspace(skills_dir.resolve(), run.workspace.root, run.workspace.mode)
+    ratchet = GitRatchet(workspace, repo, branch, main.repo.head.commit.hexsha, [skill])
+    return replace(run, workspace=workspace, ratchet=ratchet)
+
+
+def worktree_root(run: Run) -> Path:
+    assert isinstance(run.ratchet, GitRatchet)
+    return run.workspace.root / "worktrees" / run.ratchet.branch.replace("/", "_")
+
+
+def gather(run: Run, order: list[str] | None = None) -> list[str]:
+    """Merge every skill branch of this batch into the batch branch (in ``order``, else by name) and remove their
+    worktrees; an edit a worktree holds but never decided is dropped with it. The skills merged."""
+    if not isinstance(run.ratchet, GitRatchet):
+        return []
+    main = run.ratchet
+    prefix = f"{main.branch}{SEPARATOR}"
+    rank = {skill: i for i, skill in enumerate(order or [])}
+    branches = sorted((h.name for h in main.repo.heads if h.name.startswith(prefix)),
+                      key=lambda b: (rank.get(b[len(prefix):], len(rank)), b))
+    merged = []
+    for branch in branches:
+        skill = branch[len(prefix):]
+        path = worktree_root(run) / skill
+        if path.exists():
+            main.repo.git.worktree("remove", "--force", str(path))
+        if not main.repo.is_ancestor(main.repo.heads[branch].commit, main.repo.head.commit):
+            with main.repo.git.custom_environment(**identity_env(main.repo)):
+                main.repo.git.merge("--no-ff", "--no-edit", "-m", f"merge: {skill} (its rounds ran in a worktree)", branch)
+            merged.append(skill)
+        main.repo.git.branch("-D", branch)
+    main.repo.git.worktree("prune")
+    return merged
