@@ -57,7 +57,7 @@ def summary_line(results: list[SkillResult], status: int) -> str:
             f"{s['gate_failures']} gate failure(s): {verdict}")
 
 
-def _delta_cell(delta: float | None) -> str:
+def delta_cell(delta: float | None) -> str:
     if delta is None:
         return ""
     if delta > 0:

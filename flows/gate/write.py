@@ -9,7 +9,7 @@ import sys
 from typing import TextIO
 
 from flows.gate.check import ScoreOptions, SkillResult, severity
-from flows.gate.summary import _delta_cell, dim_deltas, markdown_summary, summary, summary_line, to_json_entry
+from flows.gate.summary import delta_cell, dim_deltas, markdown_summary, summary, summary_line, to_json_entry
 from scoring.formula import explain_total
 
 
@@ -71,7 +71,7 @@ def write_text(results: list[SkillResult], status: int, console) -> None:
                 continue
             row = [f"{dim.dim} {dim.name}", str(dim.weight), f"{dim.score:g}", dim.source]
             if deltas:
-                row.append(_delta_cell(deltas.get(dim.dim)))
+                row.append(delta_cell(deltas.get(dim.dim)))
             row.append(dim.reasons[0] if dim.reasons else "")
             table.add_row(*row)
         console.print(table)

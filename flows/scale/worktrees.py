@@ -15,7 +15,6 @@ from workspace.layout import Workspace
 SEPARATOR = "--"  # between the batch branch and the skill, in a skill's branch name
 
 
-
 def fork(run: Run, skill: str) -> Run:
     """A run for one skill: in full mode, its own worktree and branch, forked from the batch branch's HEAD."""
     if not isinstance(run.ratchet, GitRatchet):
