@@ -11,6 +11,7 @@ from flows.ratchet import measure, records
 from flows.ratchet.loop import freeze, kept_edits, optimize_skill, reject
 from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd
+from flows.state.ledger import text_id
 from flows.state.run import Optimized, Run, SkillOutcome
 from judges.llm import BudgetExhausted
 from scoring.formula import round1
@@ -88,7 +89,7 @@ def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
     that stopped had graded it (its row keeps only a rounded mean, and a gate read against a rounded value can
     see a decline the uninterrupted run would not); the recorded mean only when the saved version is gone."""
     saved = run.run_dir / skill / "baseline.md"
-    samples = run.ledger.held_out.get((skill, measure.text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
+    samples = run.ledger.held_out.get((skill, text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
     if not samples and saved.exists() and skill in run.resumed:
         samples = measure.held_out(run, skill, saved.read_text(encoding="utf-8"))
     if samples:
