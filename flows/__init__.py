@@ -9,7 +9,8 @@ against this rule and on any cycle):
       → phases/       Phase 0–6 bodies: preflight, init, rounds, held-out gate, report, resume
       → scale/        skills side by side: threads, git worktrees, child flow runs on workers
       → ratchet/      one round: the loop, the trial, measurements, Prefect tasks, records, state rebuilt from them
-      → state/        the run: frozen configuration, the run object, the ledger of samples
+      → state/        the run: frozen configuration, the run object, the ledger of samples, the
+                      lines kept edits inserted, and the effects a run has (rows, events, checkpoints)
       → server/, interaction/   what every layer may use: the Prefect server's limits, locks and
                       heartbeats; people and terminals (checkpoints, progress, interrupts, events)
 

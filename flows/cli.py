@@ -8,11 +8,22 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC
-from typing import Any
 
 import typer
 
 from flows.gate.cli import score as score_command
+from flows.interaction import records_cli
+from flows.interaction.command_line import (
+    CALLS_HELP,
+    EDITOR_HELP,
+    JUDGE_HELP,
+    TARGET_HELP,
+    llm_flags,
+    mode_option,
+    prefect_defaults,
+    skills_dir_option,
+    workspace_option,
+)
 from flows.interaction.doctor import doctor as doctor_command
 from flows.interaction.terminal import usage_error as _usage_error
 
@@ -43,138 +54,10 @@ def main(
     """Score, optimize and gate agent skills."""
 
 
-# One default for every command, so `luban history` finds what `luban optimize` wrote.
-SKILLS_DIR_HELP = "The folder that holds <name>/SKILL.md (also LUBAN_SKILLS_DIR)."
-WORKSPACE_HELP = "Where records live; default <skills-dir>/../luban-workspace."
-MODE_HELP = ("quick (copies, no git), full (git branch, dim8, review) or auto: optimize lets the mode router decide; "
-             "history and report read the mode of the newest records.")
-
-
-def skills_dir_option() -> Any:
-    return typer.Option(".", "--skills-dir", envvar="LUBAN_SKILLS_DIR", help=SKILLS_DIR_HELP)
-
-
-def mode_option() -> Any:
-    return typer.Option("auto", "--mode", help=MODE_HELP)
-
-
-def workspace_option() -> Any:
-    return typer.Option(None, "--workspace", help=WORKSPACE_HELP)
-
-
 app.command("score")(score_command)  # flows/gate/cli.py: the CI gate, light on imports like this module
 app.command("doctor")(doctor_command)  # flows/interaction/doctor.py: the model server checked before a batch
-
-
-def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
-    """The workspace ``optimize`` wrote for these options, in the mode asked (auto: the newest records' mode)."""
-    from pathlib import Path
-
-    from workspace.layout import Workspace, default_root, find_workspace, newest_mode
-
-    if mode not in ("quick", "full", "auto"):
-        _usage_error(f"--mode must be quick, full or auto, not {mode!r}", command)
-    root = Path(workspace) if workspace else find_workspace(Path(skills_dir))
-    if root is None:
-        _usage_error(f"no Luban workspace for --skills-dir {skills_dir} ({default_root(Path(skills_dir))} "
-                     "does not exist); give the --skills-dir you optimized, or --workspace, or run 'luban optimize' first",
-                     command)
-    assert root is not None  # _usage_error exits
-    chosen = newest_mode(root) if mode == "auto" else mode
-    return Workspace.open(Path(skills_dir), chosen or "full", root)  # type: ignore[arg-type]
-
-
-@app.command()
-def history(
-    skill: str = typer.Argument(..., help="The skill's directory name."),
-    skills_dir: str = skills_dir_option(),
-    mode: str = mode_option(),
-    workspace: str | None = workspace_option(),
-) -> None:
-    """Show a skill's results.tsv, newest first."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from workspace.results_tsv import ResultsFile
-
-    ws = _workspace(skills_dir, mode, workspace, "history")
-    path = ws.results_tsv(skill)
-    if not path.exists():
-        typer.echo(f"luban history: no {ws.mode}-mode records for '{skill}' ({path} does not exist)", err=True)
-        raise typer.Exit(2)
-    results = ResultsFile(path)
-    repair = results.ensure()
-    if repair:
-        typer.echo(repair.message(path), err=True)
-    frame = results.frame().iloc[::-1]
-    table = Table(title=f"{skill} — {ws.mode} mode, newest first", title_justify="left")
-    columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "stop", "samples", "bound",
-               "llm_calls", "eval_mode", "note"]
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for _, row in frame.iterrows():
-        table.add_row(*["" if str(row[c]) == "nan" else str(row[c]) for c in columns])
-    Console().print(table)
-
-
-@app.command()
-def report(
-    skills_dir: str = skills_dir_option(),
-    mode: str = mode_option(),
-    workspace: str | None = workspace_option(),
-) -> None:
-    """Rebuild the last run's report from the records alone (Markdown and a PNG chart)."""
-    from datetime import datetime
-
-    from rich.console import Console
-    from rich.markdown import Markdown
-
-    from scoring.governance.report import RunFacts, chart_png, render
-    from workspace import run_marker
-    from workspace.governance_records import mode_history, write_report
-
-    ws = _workspace(skills_dir, mode, workspace, "report")
-    frame = mode_history(ws)
-    if frame.empty:
-        typer.echo(f"luban report: no {ws.mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
-        raise typer.Exit(2)
-    recorded = run_marker.latest_report_facts(ws.root, ws.mode) or {}  # what Phase 5 of the newest run saw
-    listed = {k: tuple(recorded.get(k, ())) for k in ("alerts", "notices", "totals", "fallbacks")}
-    facts = RunFacts(**{**recorded, "mode": ws.mode, **listed}) if recorded else RunFacts(mode=ws.mode, backups=str(ws.backups()))
-    markdown = render(frame, facts)
-    md, png = write_report(ws, markdown, chart_png(frame), datetime.now(UTC).strftime("%Y%m%d-%H%M%S"))
-    Console().print(Markdown(markdown))
-    typer.echo(f"report: {md}\nchart:  {png}")
-
-
-def prefect_defaults(home: str | None = None) -> None:
-    """Environment Prefect needs here, set before Prefect is imported (an explicit setting always wins).
-
-    Without PREFECT_API_URL a flow starts a temporary API server, which takes
-    17–19 s on a fresh PREFECT_HOME: give it 120 s, and no analytics (no network).
-    """
-    import os
-
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    # The temporary server's services log a cancelled flush as an ERROR with two tracebacks when it stops at the
-    # end of every run: nothing a user can act on. Its real failures still surface as the flow's errors.
-    os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
-    os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
-    if home:
-        os.environ.setdefault("PREFECT_HOME", home)
-
-
-JUDGE_HELP = "Model for the judged dimensions (overrides LUBAN_JUDGE_MODEL and luban.toml)."
-TARGET_HELP = "Model that runs the test prompts with and without the skill, for dim8 (overrides LUBAN_TARGET_MODEL)."
-EDITOR_HELP = "Model that proposes the edits (overrides LUBAN_EDITOR_MODEL)."
-CALLS_HELP = "Hard cap on LLM calls for the whole run; the run stops and keeps its records when it is reached."
-
-
-def _llm_flags(judge_model, target_model, editor_model, max_llm_calls) -> dict:
-    flags = {"judge_model": judge_model, "target_model": target_model, "editor_model": editor_model,
-             "max_llm_calls": max_llm_calls}
-    return {k: v for k, v in flags.items() if v is not None}
+for command in (records_cli.history, records_cli.report, records_cli.unfreeze):  # flows/interaction/records_cli.py
+    app.command()(command)
 
 
 @app.command()
@@ -204,7 +87,7 @@ def optimize(
                                           "its pool's workers, --parallel of them at once (full mode, --approval auto)."),
 ) -> None:
     """Run the optimize-skills flow (Phases 0–6) locally. The run's summary is one JSON document on stdout."""
-    llm = _llm_flags(judge_model, target_model, editor_model, max_llm_calls)
+    llm = llm_flags(judge_model, target_model, editor_model, max_llm_calls)
     _refuse_early("optimize", skills_dir, skills, mode, approval, budget, workspace, init_git, resume, llm,
                   lock_wait=wait_for_lock, parallel=parallel, fan_out_to=fan_out_to)
     _stop_at_first_interrupt(skills_dir, workspace, mode)
@@ -258,7 +141,7 @@ def _refuse_early(command: str, skills_dir: str, skills, mode: str, approval: st
 
 
 def _stop_at_first_interrupt(skills_dir: str, workspace: str | None, mode: str) -> None:
-    from datetime import UTC, datetime
+    from datetime import datetime
     from pathlib import Path
 
     from flows.interaction.interrupt import exit_at_first_interrupt, interrupted_summary, resume_command
@@ -271,7 +154,7 @@ def _stop_at_first_interrupt(skills_dir: str, workspace: str | None, mode: str) 
 
 def _stop_evaluate_at_first_interrupt(skills_dir: str, skills, workspace: str | None, mode: str) -> None:
     import shlex
-    from datetime import UTC, datetime
+    from datetime import datetime
     from pathlib import Path
 
     from flows.interaction.interrupt import evaluated_summary, exit_at_first_interrupt
@@ -290,28 +173,6 @@ def _emit_json(result: dict) -> None:
 
     sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
-
-
-@app.command()
-def unfreeze(
-    skill: str = typer.Argument(..., help="The skill's directory name."),
-    skills_dir: str = skills_dir_option(),
-    workspace: str | None = workspace_option(),
-) -> None:
-    """Lift a freeze or read-only protection a person has checked (the only way out of a permanent one)."""
-    from workspace import profile as profile_store
-    from workspace.file_ratchet import clear_readonly
-
-    cleared = []
-    for mode in ("quick", "full"):
-        ws = _workspace(skills_dir, mode, workspace, "unfreeze")
-        if clear_readonly(ws, skill):
-            cleared.append(f"read-only protection ({mode})")
-    ws = _workspace(skills_dir, "full", workspace, "unfreeze")
-    if skill in profile_store.load(ws.profile).frozen:
-        profile_store.update(ws.profile, lambda p: _forget(p.frozen, skill))
-        cleared.append("freeze")
-    typer.echo(f"{skill}: lifted {', '.join(cleared)}" if cleared else f"{skill}: was neither frozen nor read-only")
 
 
 @app.command()
@@ -370,10 +231,6 @@ def approve(
         typer.echo(f"luban approve: {err}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"{run_id}: {'rejected' if reject else 'approved'}")
-
-
-def _forget(mapping: dict, key: str) -> None:
-    mapping.pop(key, None)
 
 
 if __name__ == "__main__":

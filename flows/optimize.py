@@ -21,18 +21,20 @@ from pydantic import BaseModel, PrivateAttr
 
 from flows.interaction.checkpoints import Approval
 from flows.interaction.interrupt import keep_terminal_handler
+from flows.phases import baseline as phase_baseline
 from flows.phases import held_out_gate
 from flows.phases import init as phase_init
+from flows.phases import prompts as phase_prompts
 from flows.phases import report as phase_report
 from flows.phases import rounds as phase_optimize
 from flows.phases.preflight import Refused, check_options, lock_path, preflight
 from flows.server.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.server.lock import workspace_held
-from flows.state.config import PhaseEnd
+from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.run import Optimized, Run, RunOptions
 from judges.llm import BudgetExhausted
 from workspace import run_marker
-from workspace.git_ratchet import GitStateError
+from workspace.git_repository import GitStateError
 from workspace.lock import WorkspaceLocked
 
 
@@ -99,12 +101,12 @@ def root_flow_run_id() -> str | None:
 
 @phase("phase-0.5-test-prompts")
 def phase_0_5(ref: RunRef) -> PhaseEnd:
-    return phase_init.design_prompts(ref._run)
+    return phase_prompts.design_prompts(ref._run)
 
 
 @phase("phase-1-baseline")
 def phase_1(ref: RunRef) -> PhaseEnd:
-    return phase_init.baseline(ref._run)
+    return phase_baseline.baseline(ref._run)
 
 
 @phase("phase-2-ratchet")
@@ -151,7 +153,8 @@ def _checked_out_branch(skills_dir: Path) -> str | None:
 
     Asked while another run works in the checkout, the branch checked out is that run's own; the run was then
     asked on the branch that run was asked on, which it wrote into the repository's lock."""
-    from workspace.git_ratchet import BRANCH_PREFIX, GitStateError, open_repository
+    from workspace.git_ratchet import BRANCH_PREFIX
+    from workspace.git_repository import GitStateError, open_repository
     from workspace.lock import held_by, repository_lock
 
     try:
@@ -165,10 +168,15 @@ def _checked_out_branch(skills_dir: Path) -> str | None:
     return current
 
 
+def _said(stop: RunStop | None) -> str | None:
+    """Why the run stopped, as run.json, the marker and the report say it."""
+    return str(stop) if stop is not None else None
+
+
 def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
     """Phases 0.5 and 1, unless the consumer baseline blocked the run in Phase 0; the first that stops ends it."""
     if run.config.blocks:
-        return PhaseEnd(run.config.consumer.notice())
+        return PhaseEnd(RunStop(StopKind.CONSUMER_GATE, run.config.consumer.notice() or "consumer gate"))
     end = phase_0_5(approval, RunRef.of(run))
     return phase_1(approval, RunRef.of(run)) if end.goes_on else end
 
@@ -176,7 +184,7 @@ def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
 def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: str | None,
             lessons: list[str]) -> dict[str, Any]:
     return {
-        "mode": run.mode, "branch": getattr(run.ratchet, "branch", None), "report": report_path, "stopped": stopped,
+        "mode": run.mode, "branch": run.branch(), "report": report_path, "stopped": stopped,
         "skills": {s: asdict(o) for s, o in optimized.outcomes.items()},
         "baselines": {s: e.score.total for s, e in run.baselines.items()},
         "lessons": lessons, "notices": run.notices, "alerts": run.alerts,
@@ -223,9 +231,9 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
             if end.goes_on:
                 optimized = phase_2(approval, RunRef.of(run))
                 optimized = phase_3(approval, RunRef.of(run), optimized)
-            stopped = end.stop or optimized.end.stop
+            stopped = _said(end.stop or optimized.end.stop)
         except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
-            stopped = f"budget: {err}"
+            stopped = str(RunStop(StopKind.BUDGET, str(err)))
         try:
             report_path = phase_5(RunRef.of(run), optimized, stopped)
             lessons = phase_6(RunRef.of(run), optimized)
@@ -257,8 +265,8 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         if isinstance(run, Refusal):
             return Failed(message=run.message)
         try:
-            stopped = _phases_to_baseline(approval, run).stop
+            stopped = _said(_phases_to_baseline(approval, run).stop)
         except BudgetExhausted as err:
-            stopped = f"budget: {err}"
+            stopped = str(RunStop(StopKind.BUDGET, str(err)))
         report_path = phase_5(RunRef.of(run), Optimized(), stopped)
     return summary(run, Optimized(), stopped, report_path, [])

@@ -54,30 +54,3 @@ def optimize_skill_rounds(skill: str, worktree: str, branch: str, original: str,
         record = hand_back_record(run, skill, None) | {"budget": str(err)}
     atomic_write(Path(hand_back), json.dumps(record, ensure_ascii=False, sort_keys=True))
     return {"outcome": record["outcome"], "budget": record.get("budget")}
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -299,4 +299,3 @@ def consumer_baseline(client: LLMClient, settings: Settings, cache: BaselineCach
 def _given(values: Iterable[float | None]) -> list[float]:
     """A scored pair's sub-scores (a pair is scored only when every one of them parsed)."""
     return [v for v in values if v is not None]
-

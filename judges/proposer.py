@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 
 from judges.llm import SKILL_MARKERS, BudgetExhausted, LLMClient, LLMError, call_markers, skill_messages
 from judges.replies import last_json_object
@@ -95,43 +96,72 @@ def propose_online(client: LLMClient, model: str, request, feedback: str | None)
                 str(answer.get("anchor", "") or ""), strategy="llm")
 
 
+class RefusalKind(StrEnum):
+    """Why a proposed edit was not tried: what the round counts and says depends on which."""
+
+    UNAPPLICABLE = "unapplicable"  # its text is not in the skill once, or the edit is malformed
+    REPEAT = "repeat"  # the very edit was rejected before (rejected_edits.md)
+    OVER_BUDGET = "over-budget"  # more than the edit budget, or over the size cap
+    GUARD = "guard"  # a structural guard (scoring/edit_guards.py)
+    BOILERPLATE = "boilerplate"  # another skill of the batch already received the line
+    UNUSABLE_REPLY = "unusable-reply"  # the editor's reply held no readable edit
+    UNAVAILABLE = "unavailable"  # the editor could not be reached
+    GAVE_UP = "gave-up"  # the round's editor calls were spent without an edit that passes
+
+
+@dataclass(frozen=True)
+class ProposalRefusal:
+    kind: RefusalKind
+    text: str
+    dim: str = ""  # the dimension the refused edit aimed at, when the search went over several
+
+    def __str__(self) -> str:
+        return f"{self.dim}: {self.text}" if self.dim else self.text
+
+    def for_dim(self, dim: str) -> ProposalRefusal:
+        return replace(self, dim=dim)
+
+
 @dataclass(frozen=True)
 class Proposal:
     edit: Edit | None
     edited_text: str | None
     attempts: int
-    refusals: tuple[str, ...]
+    refusals: tuple[ProposalRefusal, ...]
     edit_pct: float = 0.0
     unavailable: bool = False  # the editor model could not be reached: no edit was ever judged
 
     @property
     def reason(self) -> str:
-        return "; ".join(self.refusals) or "the proposer had no edit for this dimension"
+        return "; ".join(map(str, self.refusals)) or "the proposer had no edit for this dimension"
+
+    def count(self, kind: RefusalKind) -> int:
+        return sum(r.kind is kind for r in self.refusals)
 
 
-def check(text: str, edit: Edit, request) -> tuple[str | None, str | None, float]:
+def check(text: str, edit: Edit, request) -> tuple[str | None, ProposalRefusal | None, float]:
     """(edited text, None, edit %) when the edit passes every check, else (None, why, 0)."""
     try:
         edited = apply_edit(text, edit)
     except EditRefused as err:
-        return None, str(err), 0.0
+        return None, ProposalRefusal(RefusalKind.UNAPPLICABLE, str(err)), 0.0
     if request.is_rejected(edit.old, edit.new):
-        return None, "repeats a rejected edit (rejected_edits.md)", 0.0
+        return None, ProposalRefusal(RefusalKind.REPEAT, "repeats a rejected edit (rejected_edits.md)"), 0.0
     budget = check_budget(text, edited, request.budget)
     if not budget.within:
-        return None, budget.problem(), 0.0
+        return None, ProposalRefusal(RefusalKind.OVER_BUDGET, budget.problem() or "over the edit budget"), 0.0
     refusals = check_edit(text, edited, edit, request.files, request.allow_rename)
     if refusals:
-        return None, "; ".join(str(r) for r in refusals), 0.0
+        return None, ProposalRefusal(RefusalKind.GUARD, "; ".join(str(r) for r in refusals)), 0.0
     elsewhere = request.inserted_elsewhere(inserted_units(text, edit, request.skill_name))
     if elsewhere:
-        return None, (f"boilerplate: skill {elsewhere} already received this line in this run; write what this "
-                      "skill needs instead"), 0.0
+        return None, ProposalRefusal(RefusalKind.BOILERPLATE, f"boilerplate: skill {elsewhere} already received this "
+                                     "line in this run; write what this skill needs instead"), 0.0
     return edited, None, budget.edit_pct
 
 
 def propose_checked(backend, request) -> Proposal:
-    refusals: list[str] = []
+    refusals: list[ProposalRefusal] = []
     feedback: str | None = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
@@ -139,18 +169,20 @@ def propose_checked(backend, request) -> Proposal:
         except BudgetExhausted:
             raise
         except LLMError as err:
-            return Proposal(None, None, attempt, (*refusals, f"proposer unavailable ({err.kind}): {err}"), unavailable=True)
+            unavailable = ProposalRefusal(RefusalKind.UNAVAILABLE, f"proposer unavailable ({err.kind}): {err}")
+            return Proposal(None, None, attempt, (*refusals, unavailable), unavailable=True)
         except UnusableReply as err:
-            refusals.append(str(err))
+            refusals.append(ProposalRefusal(RefusalKind.UNUSABLE_REPLY, str(err)))
             feedback = str(err)
             continue
         for edit in candidates:
             edited, problem, pct = check(request.text, edit, request)
             if edited is not None:
                 return Proposal(edit, edited, attempt, tuple(refusals), pct)
-            refusals.append(problem or "refused")
-            feedback = problem
-        if not candidates or backend.name == "offline":  # offline gives all its candidates at once
+            assert problem is not None  # check gives an edited text or why not
+            refusals.append(problem)
+            feedback = problem.text
+        if not candidates or backend.exact:  # offline gives all its candidates at once
             break
     return Proposal(None, None, attempt, tuple(refusals))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-from typing import Literal
+from enum import StrEnum
 
 from scoring.document import SkillDocument, decode, normalize_text, parse
 from scoring.formula import dim10_score
@@ -23,7 +23,14 @@ from scoring.validation import (
     scan_references,
 )
 
-Mode = Literal["quick", "full"]
+
+class Mode(StrEnum):
+    """How a skill is scored: quick (one judge, dry-run dim8, no dim10) or full (two judges, test prompts run)."""
+
+    QUICK = "quick"
+    FULL = "full"
+
+
 # Frozen, so these serve every score an LLM judge did not see, rather than five new objects per file.
 _NO_JUDGE = {d: unscored(d, "LLM-judged dimension; no judge ran") for d in LLM_DIMS}
 
@@ -45,7 +52,7 @@ def score_document(
     skill_name: str,
     files: AbstractSet[str],
     *,
-    mode: Mode = "quick",
+    mode: Mode = Mode.QUICK,
     llm_dims: Mapping[str, DimensionScore] | None = None,
     review_findings: tuple[int, int] | None = None,
     dim10: DimensionScore | None = None,

@@ -94,6 +94,20 @@ class FileRatchet:
     def rollback(self, skill: str) -> str:
         return self._restore(skill, self.kept_path(skill))
 
+    def original_text(self, skill: str) -> bytes:
+        return (self.snapshot_dir / skill / "SKILL.md").read_bytes()
+
+    def head_sha(self) -> str:
+        return ""  # the kept versions are files, not commits
+
+    def kept_text(self, skill: str) -> tuple[bytes | None, str]:
+        path = self.kept_path(skill)
+        return (path.read_bytes() if path.exists() else None), ""
+
+    @property
+    def git(self) -> None:
+        return None
+
     def restore_original(self, skill: str) -> str:
         restored = self._restore(skill, self.snapshot_dir / skill / "SKILL.md")
         atomic_write(self.kept_path(skill), self.workspace.skill_file(skill).read_bytes(), self.ops)

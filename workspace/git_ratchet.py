@@ -11,93 +11,42 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Any, ClassVar
+from enum import StrEnum
+from typing import Any
 
 import git
 
-from workspace.atomic import TEMP_SUFFIX, atomic_write, remove_stale_temps
+from workspace.atomic import atomic_write, remove_stale_temps
+from workspace.git_repository import GitStateError, check_state, dirty_files, identity_env, open_repository, refuse_dirty
 from workspace.layout import Workspace
 
 BRANCH_PREFIX = "auto-optimize/"
-_FALLBACK_IDENTITY = {"GIT_AUTHOR_NAME": "Luban", "GIT_AUTHOR_EMAIL": "luban@localhost"}
-
-
-class GitStateError(RuntimeError):
-    """The skills repository is not in a state a run can safely start from; the message says the fix."""
-
-
-class DirtySkillError(GitStateError):
-    def __init__(self, skill: str, files: list[str], repo_root: Path, directory: Path):
-        self.skill, self.files = skill, files
-        listing = "\n".join(f"  {f}" for f in files)
-        super().__init__(
-            f"skill '{skill}' has uncommitted changes; commit or stash them first "
-            f"({stash_hint(repo_root, directory)}):\n{listing}"
-        )
-
-
-def stash_hint(repo_root: Path, directory: Path, cwd: Path | None = None) -> str:
-    """A `git stash` command that works from the current directory: git reads a pathspec relative to it."""
-    here = (cwd or Path.cwd()).resolve()
-    root = repo_root.resolve()
-    if here == root or root in here.parents:
-        return f"git stash push -- {shlex.quote(os.path.relpath(directory.resolve(), here))}"
-    where = os.path.relpath(root, here)
-    where = str(root) if where.startswith("..") else where  # above the current directory: the absolute path reads better
-    return f"git -C {shlex.quote(where)} stash push -- {shlex.quote(os.path.relpath(directory.resolve(), root))}"
-
-
-def not_a_repository_message(skills_dir: Path) -> str:
-    return (
-        f"{skills_dir} is not inside a git work tree, and full mode keeps every edit in git.\n"
-        "  Either: luban optimize --init-git …   (initialise a repository and commit the current state)\n"
-        "  Or:     luban optimize --mode quick … (file backups, no git)"
-    )
-
-
-def init_repository(skills_dir: Path) -> str:
-    """``--init-git``: make the skills directory a repository holding its current state."""
-    repo = git.Repo.init(skills_dir)
-    repo.git.add("--all", "--", ".")
-    with repo.git.custom_environment(**identity_env(repo)):
-        repo.git.commit("--allow-empty", "-m", "luban: initial state of the skills")
-    return repo.head.commit.hexsha
-
-
-def identity_env(repo: git.Repo) -> dict[str, str]:
-    """Commit as the user when git knows who they are; otherwise as Luban (CI has no identity)."""
-    env: dict[str, str] = {}
-    if not (os.environ.get("GIT_AUTHOR_NAME") or _git_knows(repo, "user.name")):
-        env.update(GIT_AUTHOR_NAME=_FALLBACK_IDENTITY["GIT_AUTHOR_NAME"], GIT_COMMITTER_NAME="Luban")
-    if not (os.environ.get("GIT_AUTHOR_EMAIL") or _git_knows(repo, "user.email")):
-        env.update(GIT_AUTHOR_EMAIL=_FALLBACK_IDENTITY["GIT_AUTHOR_EMAIL"], GIT_COMMITTER_EMAIL="luban@localhost")
-    return env
-
-
-def _git_knows(repo: git.Repo, key: str) -> bool:
-    """Ask git itself (it honours GIT_CONFIG_GLOBAL and includes, which a file reader would miss)."""
-    try:
-        return bool(repo.git.config("--get", key).strip())
-    except git.GitCommandError:
-        return False
 
 
 EDIT_TRAILER = "Luban-Edit:"
 _SUBJECT_TAIL = re.compile(r" (\+-?[0-9.]+ \[[^\]]*\]|\(undo [0-9a-f]+\))$")  # after the skill: a keep's gain, an undo's target
 
 
+class CommitKind(StrEnum):
+    """What a run's commit did: its subject starts with this (``optimize: <skill> +1.5 [dim3]``)."""
+
+    OPTIMIZE = "optimize"  # a kept edit (its edit in the Luban-Edit trailer) or a kept rewrite
+    HELD_OUT_ROLLBACK = "held-out-rollback"  # held-out Step B undid the last keep
+    RESTORE_ORIGINAL = "restore-original"  # the skill put back as the run found it
+    PRE_EDIT = "pre-edit"  # the file as it was before an edit, so the edit can be undone
+
+
+_KINDS = frozenset(kind.value for kind in CommitKind)
+
+
 @dataclass(frozen=True)
 class LubanCommit:
-    KINDS: ClassVar[frozenset[str]] = frozenset({"optimize", "held-out-rollback", "restore-original", "pre-edit"})
-
     sha: str
-    kind: str
+    kind: CommitKind
     skill: str
     edit: dict[str, Any] | None  # a keep's edit (None for a rewrite, or a commit made before edits were recorded)
 
@@ -158,6 +107,13 @@ class GitRatchet:
         with self._reading:
             return self.repo.head.commit.hexsha
 
+    @property
+    def git(self) -> GitRatchet:
+        return self
+
+    def kept_text(self, skill: str) -> tuple[bytes | None, str]:
+        return self.committed_text(skill), self.last_commit(skill)[:12]
+
     def _path(self, skill: str) -> str:
         return os.path.relpath(self.workspace.skill_file(skill), self.repo.working_tree_dir)
 
@@ -182,13 +138,13 @@ class GitRatchet:
         """Commit the current SKILL.md so the edit that follows can always be undone (unless HEAD has it already)."""
         if self._at_head.get(skill) == self.workspace.skill_file(skill).read_bytes():
             return self.repo.head.commit.hexsha
-        return self._commit_only(skill, f"pre-edit: {skill}")
+        return self._commit_only(skill, f"{CommitKind.PRE_EDIT}: {skill}")
 
     def keep(self, skill: str, delta: float, dim: str, edit: dict[str, Any] | None = None) -> str:
         """Commit the kept version; the edit rides in the message (``Luban-Edit:``), so the run's kept edits can be
         read back from git after any interruption (held-out Step B rejects the very edit it undoes)."""
         trailer = f"\n\n{EDIT_TRAILER} {json.dumps(edit, sort_keys=True)}" if edit else ""
-        return self._commit_only(skill, f"optimize: {skill} +{delta:.1f} [{dim}]{trailer}")
+        return self._commit_only(skill, f"{CommitKind.OPTIMIZE}: {skill} +{delta:.1f} [{dim}]{trailer}")
 
     def history(self) -> list[LubanCommit]:
         """This run's commits on its branch, oldest first: what was kept, undone and restored, and with which edit."""
@@ -196,10 +152,10 @@ class GitRatchet:
         for commit in self.repo.iter_commits(f"{self.original}..HEAD", reverse=True):
             subject, _, body = str(commit.message).partition("\n")
             kind, _, rest = subject.partition(": ")
-            if kind not in LubanCommit.KINDS or not rest:
+            if kind not in _KINDS or not rest:
                 continue
             edit = next((json.loads(line[len(EDIT_TRAILER):]) for line in body.splitlines() if line.startswith(EDIT_TRAILER)), None)
-            found.append(LubanCommit(commit.hexsha, kind, _SUBJECT_TAIL.sub("", rest), edit))
+            found.append(LubanCommit(commit.hexsha, CommitKind(kind), _SUBJECT_TAIL.sub("", rest), edit))
         return found
 
     def last_commit(self, skill: str) -> str:
@@ -217,73 +173,22 @@ class GitRatchet:
         """Undo the last kept edit (held-out Step B): the file as it was before that keep, committed."""
         path = self._path(skill)
         for commit in self.repo.iter_commits(f"{self.original}..HEAD", paths=path):
-            if str(commit.message).startswith(f"optimize: {skill} "):
+            if str(commit.message).startswith(f"{CommitKind.OPTIMIZE}: {skill} "):
                 self.repo.git.checkout(f"{commit.hexsha}^", "--", path)
-                return self._commit_only(skill, f"held-out-rollback: {skill} (undo {commit.hexsha[:12]})")
+                return self._commit_only(skill, f"{CommitKind.HELD_OUT_ROLLBACK}: {skill} (undo {commit.hexsha[:12]})")
         return self.repo.head.commit.hexsha  # nothing kept in this run: nothing to undo
 
     def restore_original(self, skill: str) -> str:
         """Return the skill to its state before the run, recorded as a commit on the run branch."""
         self.repo.git.checkout(self.original, "--", self._path(skill))
-        return self._commit_only(skill, f"restore-original: {skill}")
+        return self._commit_only(skill, f"{CommitKind.RESTORE_ORIGINAL}: {skill}")
+
+    def original_text(self, skill: str) -> bytes:
+        return self.committed_text(skill, self.original)
 
     def committed_text(self, skill: str, rev: str = "HEAD") -> bytes:
         blob = self.repo.commit(rev).tree / self._path(skill).replace(os.sep, "/")
         return blob.data_stream.read()
-
-
-def open_repository(skills_dir: Path) -> git.Repo:
-    try:
-        repo = git.Repo(skills_dir, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise GitStateError(not_a_repository_message(skills_dir)) from None
-    if repo.bare or repo.working_tree_dir is None:
-        raise GitStateError(not_a_repository_message(skills_dir))
-    if Path(repo.working_tree_dir).resolve() != skills_dir.resolve() and _ignored(repo, skills_dir):
-        # an enclosing repository that ignores the skills cannot version them (e.g. a scratch copy)
-        raise GitStateError(not_a_repository_message(skills_dir) + f"\n  ({repo.working_tree_dir} git-ignores it)")
-    return repo
-
-
-def _ignored(repo: git.Repo, path: Path) -> bool:
-    try:
-        repo.git.check_ignore("-q", "--", os.path.relpath(path.resolve(), repo.working_tree_dir))
-        return True
-    except git.GitCommandError:
-        return False
-
-
-def check_state(repo: git.Repo) -> None:
-    """Refuse states in which a branch and path checkouts would surprise the user."""
-    git_dir = Path(repo.git_dir)
-    for marker, what, verb in (("MERGE_HEAD", "a merge", "merge"), ("REBASE_HEAD", "a rebase", "rebase"),
-                               ("CHERRY_PICK_HEAD", "a cherry-pick", "cherry-pick"), ("rebase-merge", "a rebase", "rebase"),
-                               ("rebase-apply", "a rebase", "rebase")):
-        if (git_dir / marker).exists():
-            raise GitStateError(f"{repo.working_tree_dir}: {what} is in progress; finish it, or undo it with "
-                                f"'git {verb} --abort', then run again")
-    if repo.head.is_detached:
-        raise GitStateError(
-            f"{repo.working_tree_dir}: HEAD is detached at {repo.head.commit.hexsha[:12]}; "
-            "check out a branch first (git switch <branch>)"
-        )
-    if not repo.head.is_valid():
-        raise GitStateError(f"{repo.working_tree_dir}: the repository has no commits yet; commit the skills first, or use --init-git")
-
-
-def refuse_dirty(repo: git.Repo, skill: str, directory: Path) -> None:
-    """Raise DirtySkillError when the skill's folder holds the user's uncommitted changes (a killed run's temp files
-    are not theirs: the run removes them under its lock)."""
-    files = [f for f in dirty_files(repo, directory) if not f.endswith(TEMP_SUFFIX)]
-    if files:
-        raise DirtySkillError(skill, files, Path(str(repo.working_tree_dir)), directory)
-
-
-def dirty_files(repo: git.Repo, directory: Path) -> list[str]:
-    """Modified, staged or untracked files under ``directory``, as git lists them."""
-    rel = os.path.relpath(directory, repo.working_tree_dir)
-    out = repo.git.status("--porcelain", "--untracked-files=all", "--", rel)
-    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
 def _free_branch_name(repo: git.Repo, now: datetime) -> str:

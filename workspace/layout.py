@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
 
-Mode = Literal["quick", "full"]
-MODES: tuple[Mode, ...] = ("quick", "full")
+from scoring.rubric import Mode
+
+MODES: tuple[Mode, ...] = tuple(Mode)
 _SKILL_NAME = re.compile(r"^[^/\\\0]+$")
 
 
@@ -40,7 +40,7 @@ class Workspace:
         if mode not in MODES:
             raise ValueError(f"mode must be 'quick' or 'full', not {mode!r}")
         skills = skills_dir.resolve()
-        return cls(skills, (root or skills.parent / "luban-workspace").resolve(), mode)
+        return cls(skills, (root or skills.parent / "luban-workspace").resolve(), Mode(mode))
 
     def _check_mode(self, mode: Mode | None) -> Mode:
         if mode is not None and mode != self.mode:
@@ -144,4 +144,3 @@ def newest_mode(root: Path) -> Mode | None:
             if newest is None or stamp > newest[0]:
                 newest = (stamp, mode)
     return newest[1] if newest else None
-

@@ -76,4 +76,3 @@ def newest(workspace_root: Path, mode: str, field: str) -> dict[str, Any] | None
         if isinstance(data, dict) and data.get("mode") == mode and isinstance(data.get(field), dict):
             return data[field]
     return None
-

@@ -68,8 +68,6 @@ class SkillResult:
         return self.gated_value is not None and self.gated_value < base
 
 
-
-
 def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
     text, error = source_text(source)
     if text is None:

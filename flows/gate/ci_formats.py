@@ -1,7 +1,7 @@
 """`luban score` for the tools CI already reads: JUnit XML (Jenkins, GitLab, most dashboards), SARIF 2.1.0 (GitHub
 code scanning), and the Markdown table a reviewer reads on a pull request (--changed).
 
-Both files validate against their schemas (tests/flows/test_score_formats.py): JUnit against the junit-10.xsd that
+Both files validate against their schemas (tests/flows/gate/test_score_formats.py): JUnit against the junit-10.xsd that
 pytest and Jenkins' xunit plugin use, SARIF against the OASIS 2.1.0 JSON schema. Levels follow the gate: an error
 finding, an unreadable file or a gate failure is an error; a warning is an error only under strict.
 """
@@ -127,9 +127,3 @@ def write_sarif(results: list[SkillResult], status: int, out: TextIO, options: S
                   "results": sarif_results}],
     }
     out.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
-
-
-
-
-
-

@@ -61,12 +61,7 @@ def score(
     if show_config:
         typer.echo(config.shown())
         raise typer.Exit(0)
-    if base is not None and not changed:
-        usage_error("--base goes with --changed: 'luban score --changed --base origin/main'")
-    if changed and base is None:
-        usage_error("--changed needs --base REV, the revision to compare against, e.g. --base origin/main")
-    if not paths and not changed:
-        usage_error("name at least one SKILL.md, skill directory or directory to search, e.g. 'luban score skills/'")
+    _check_arguments(paths, changed, base)
     options = ScoreOptions(tuple(paths or ()), config, changed, base, allow_regression)
     try:
         results = collect(options)
@@ -78,3 +73,11 @@ def score(
     raise typer.Exit(status)
 
 
+def _check_arguments(paths: list[str] | None, changed: bool, base: str | None) -> None:
+    """Refuse what cannot be meant (exit 2, with the command that was)."""
+    if base is not None and not changed:
+        usage_error("--base goes with --changed: 'luban score --changed --base origin/main'")
+    if changed and base is None:
+        usage_error("--changed needs --base REV, the revision to compare against, e.g. --base origin/main")
+    if not paths and not changed:
+        usage_error("name at least one SKILL.md, skill directory or directory to search, e.g. 'luban score skills/'")

@@ -32,10 +32,6 @@ def write(fmt: str, results: list[SkillResult], status: int, options: ScoreOptio
         write_text(results, status, Console(file=out))
 
 
-
-
-
-
 def write_json(results: list[SkillResult], status: int, out: TextIO) -> None:
     """One JSON document, ``{"skills": [...], "summary": {...}}``, one skill per line: written skill by skill, so a
     tree of a thousand skills is never one string in memory (and compact: a third of the indented size and time)."""
@@ -43,10 +39,6 @@ def write_json(results: list[SkillResult], status: int, out: TextIO) -> None:
     for index, result in enumerate(results):
         out.write(("\n" if index == 0 else ",\n") + json.dumps(to_json_entry(result), ensure_ascii=False))
     out.write('\n],\n"summary": ' + json.dumps(summary(results, status), ensure_ascii=False) + "}\n")
-
-
-
-
 
 
 def write_text(results: list[SkillResult], status: int, console) -> None:
@@ -94,8 +86,6 @@ def write_text(results: list[SkillResult], status: int, console) -> None:
     console.print(summary_line(results, status))
 
 
-
-
 def _escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
@@ -128,5 +118,3 @@ def write_github(results: list[SkillResult], status: int, out: TextIO, options: 
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(changed_summary(results, status, options.base) if options and options.changed
                          else markdown_summary(results, status))
-
-

@@ -22,6 +22,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Literal
 from uuid import UUID
 
@@ -39,16 +40,28 @@ class ApprovalInput(RunInput):
     comment: str = ""
 
 
+class AnsweredBy(StrEnum):
+    UI = "ui"  # a person, through the Prefect UI's form or `luban approve`
+    CLI = "cli"  # a person, at the terminal
+    AUTO = "auto"  # nobody: approval=auto took the safe default
+    TIMEOUT = "timeout"  # nobody answered in time
+
+
 @dataclass(frozen=True)
 class Decision:
     approved: bool
     choice: str
     comment: str
-    answered_by: str  # ui | cli | auto | timeout
+    answered_by: AnsweredBy
 
     @property
     def timed_out(self) -> bool:
-        return self.answered_by == "timeout"
+        return self.answered_by is AnsweredBy.TIMEOUT
+
+    @property
+    def by_a_person(self) -> bool:
+        """A person answered (a consent that auto-approval or a timeout cannot give)."""
+        return self.answered_by in (AnsweredBy.UI, AnsweredBy.CLI)
 
 
 def checkpoint(name: str, summary: str, approval: Approval, default_approve: bool = True,
@@ -69,14 +82,14 @@ def checkpoint(name: str, summary: str, approval: Approval, default_approve: boo
     if approval != "ui":
         logger.info("🔴 CHECKPOINT %s: auto-approval takes the safe default (%s%s)%s", name,
                     "approve" if default_approve else "reject", f", {default_choice}" if default_choice else "", options)
-        return Decision(default_approve, default_choice, "auto-approved by approval=auto", "auto")
+        return Decision(default_approve, default_choice, "auto-approved by approval=auto", AnsweredBy.AUTO)
     form = ApprovalInput.with_initial_data(description=f"## 🔴 {name}\n\n{summary}\n\n{options}",
                                            approve=default_approve, choice=default_choice)
     root = _suspendable_root(timeout)
     answer = _suspend(root, name, form, on_suspend) if root is not None else _pause(name, form, timeout, poll_interval, summary, options)
     if answer is None:
-        return Decision(False, "", f"no answer within {timeout} s", "timeout")
-    return Decision(bool(answer.approve), answer.choice or default_choice, answer.comment, "ui")
+        return Decision(False, "", f"no answer within {timeout} s", AnsweredBy.TIMEOUT)
+    return Decision(bool(answer.approve), answer.choice or default_choice, answer.comment, AnsweredBy.UI)
 
 
 def _pause(name: str, form, timeout: int, poll_interval: int, summary: str, options: str) -> ApprovalInput | None:
@@ -147,5 +160,5 @@ def _ask_in_terminal(name: str, summary: str, choices: tuple[str, ...], default_
     typer.echo(f"\n🔴 CHECKPOINT {name}\n{summary}", err=True)
     if choices:
         choice = typer.prompt(f"choose one of {', '.join(choices)}", default=default_choice or choices[0], err=True)
-        return Decision(True, choice, "", "cli")
-    return Decision(typer.confirm("approve?", default=True, err=True), "", "", "cli")
+        return Decision(True, choice, "", AnsweredBy.CLI)
+    return Decision(typer.confirm("approve?", default=True, err=True), "", "", AnsweredBy.CLI)

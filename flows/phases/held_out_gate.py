@@ -6,11 +6,11 @@ from dataclasses import dataclass, replace
 
 from prefect import get_run_logger
 
-from flows.interaction.events import emit
 from flows.ratchet import measure, records
-from flows.ratchet.loop import freeze, kept_edits, optimize_skill, reject
+from flows.ratchet.loop import freeze, optimize_skill, reject
+from flows.ratchet.rebuild import kept_edits
 from flows.scale.threads import side_by_side
-from flows.state.config import PhaseEnd
+from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.ledger import text_id
 from flows.state.run import Optimized, Run, SkillOutcome
 from judges.llm import BudgetExhausted
@@ -19,7 +19,7 @@ from scoring.keep_decision import compare_means
 from scoring.notes import parse_note
 from workspace import meta_learnings
 from workspace import profile as profile_store
-from workspace.git_ratchet import GitRatchet
+from workspace.git_ratchet import CommitKind
 from workspace.governance_records import now_iso
 from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.results_tsv import ResultRow, Status
@@ -41,7 +41,7 @@ def held_out_gate(run: Run, optimized: Optimized) -> Optimized:
         for skill, outcome in optimized.outcomes.items():
             outcomes[skill], step_b_streak = _gate(run, skill, outcome, graded.get(skill), step_b_streak)
     except BudgetExhausted as err:  # the hard budget: the skills not yet gated keep their Phase 2 outcomes
-        return Optimized(outcomes, PhaseEnd(f"budget: {err}"))
+        return Optimized(outcomes, PhaseEnd(RunStop(StopKind.BUDGET, str(err))))
     return Optimized.of(outcomes, optimized.end)
 
 
@@ -126,11 +126,11 @@ def _step_b_recorded(run: Run, skill: str) -> StepB | None:
     rows = run.results(skill).rows()
     start = max((i for i, r in enumerate(rows) if r.status == Status.BASELINE), default=0)
     row = next((r for r in rows[start:] if r.status == Status.REVERT and parse_note(r.note)[0].get("step") == "B"), None)
-    rollback = next((c for c in reversed(run.editor.history()) if c.skill == skill and c.kind == "held-out-rollback"),  # type: ignore[union-attr]
-                    None)
-    if row is None or rollback is None:
+    history = run.editor.git.history() if run.editor.git else []
+    rollback = next((c for c in reversed(history) if c.skill == skill and c.kind is CommitKind.HELD_OUT_ROLLBACK), None)
+    if row is None or rollback is None or run.editor.git is None:
         return None
-    return StepB(row, run.editor.committed_text(skill, f"{rollback.sha}^").decode("utf-8"))  # type: ignore[union-attr]
+    return StepB(row, run.editor.git.committed_text(skill, f"{rollback.sha}^").decode("utf-8"))
 
 
 def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...],
@@ -160,10 +160,10 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
     restored text measured first, so the row can wait as pending until the rollback commit proves it."""
     from workspace.pending_keep import text_sha
 
-    ratchet = run.editor
-    assert isinstance(ratchet, GitRatchet)  # the gate runs in full mode
+    ratchet = run.editor.git
+    assert ratchet is not None  # the gate runs in full mode
     history = ratchet.history()
-    keeps = [c for c in history if c.skill == skill and c.kind == "optimize"]
+    keeps = [c for c in history if c.skill == skill and c.kind is CommitKind.OPTIMIZE]
     kept = kept_edits(history, skill)
     last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.KEEP), None)
     if last_keep is None or not kept or not keeps:
@@ -184,7 +184,7 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
         ratchet.rollback_to_previous_keep(skill)
 
     records.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored.encode("utf-8")))
-    emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
+    run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
                                    "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
     return True
 
@@ -229,6 +229,6 @@ def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> No
             p.skill_edit_budget[skill] = budget
 
     run.profile = profile_store.update(run.workspace.profile, change)
-    emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
+    run.effects.emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
                                          "previous_budget_percent": previous * 100, "scope": scope})
     run.notices.append(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")

@@ -83,7 +83,7 @@ def find_skills(skills_dir: str, named: tuple[str, ...] | list[str]) -> Scope:
 
 def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
     """Full mode versions skills in git: refuse a missing repository (unless --init-git), an odd state, dirty skills."""
-    from workspace.git_ratchet import GitStateError, check_state, open_repository, refuse_dirty
+    from workspace.git_repository import GitStateError, check_state, open_repository, refuse_dirty
 
     try:
         repo = open_repository(scope.skills_dir)
@@ -134,7 +134,7 @@ def check_lock(lock_path: Path) -> None:
 
 def check_repository_lock(skills_dir: Path) -> None:
     """A full-mode run holds its git repository, whatever its workspace (workspace.lock.repository_lock)."""
-    from workspace.git_ratchet import GitStateError, open_repository
+    from workspace.git_repository import GitStateError, open_repository
     from workspace.lock import holder, repository_lock
 
     try:

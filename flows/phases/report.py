@@ -15,6 +15,7 @@ from scoring.governance.meta_review import meta_review
 from scoring.governance.report import RunFacts, chart_png, latest_runs, render
 from workspace import run_marker
 from workspace.governance_records import mode_history, write_meta_review, write_report
+from workspace.layout import Mode
 from workspace.manifest import rotate_backups
 
 
@@ -29,9 +30,9 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None) -> 
         notices.append(_counter_example_6(run, outcomes))
     if stopped:
         notices.append(f"run stopped early: {stopped}")
-    if run.backend.name == "offline":
+    if run.backend.exact:
         notices += _needs_a_model(run, outcomes)
-    facts = RunFacts(mode=run.mode, branch=getattr(run.ratchet, "branch", None), backups=str(run.run_dir),
+    facts = RunFacts(mode=run.mode, branch=run.branch(), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.config.consumer.describe(),
                      usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run),
                      fallbacks=tuple(f"{kind}: {count}" for kind, count in sorted(run.fallbacks().items())),
@@ -77,14 +78,14 @@ def _needs_a_model(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
 def _counter_example_6(run: Run, outcomes: dict[str, SkillOutcome]) -> str:
     """Over 30 % of dim8 scores were dry runs: run one real full test before reporting, or say why none ran."""
     skill = next(iter(outcomes or run.baselines), None)
-    if run.backend.name == "offline" or skill is None:
+    if run.backend.exact or skill is None:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
-                f"({run.backend.name} backend): dim8 is not a measured result in this report")
+                f"({run.backend.kind} backend): dim8 is not a measured result in this report")
     from flows.ratchet.measure import skill_files
     from workspace.results_tsv import Status
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    card = run.backend.evaluate(text, skill, skill_files(run, skill), "full", run.prompts.get(skill, []))
+    card = run.backend.evaluate(text, skill, skill_files(run, skill), Mode.FULL, run.prompts.get(skill, []))
     records.record_row(run, skill, 99, Status.SKIP, card, facts={"check": "counter_example_6"},
                      text="one full test because over 30 % of dim8 scores were dry runs")
     return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"

@@ -15,7 +15,8 @@ from flows.phases.preflight import Refused
 from flows.state.run import Run, RunOptions
 from workspace import pending_keep
 from workspace.file_ratchet import FileRatchet
-from workspace.git_ratchet import BRANCH_PREFIX, GitRatchet, GitStateError, init_repository, open_repository
+from workspace.git_ratchet import BRANCH_PREFIX, GitRatchet
+from workspace.git_repository import GitStateError, init_repository, open_repository
 from workspace.layout import Workspace
 from workspace.lock import WorkspaceLock, queue_for, repository_lock
 from workspace.manifest import ManifestWriter
@@ -75,29 +76,24 @@ def resume_ratchet(workspace: Workspace, skills: list[str]):
 def settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
     """A keep a kill split from its row gets its row (or is dropped, when the keep never happened); the blocks kept
     edits inserted are read back from git, so the boilerplate rule sees the whole run."""
-    from flows.ratchet.loop import inserted_blocks
+    from flows.ratchet.rebuild import rebuild_inserted
     from flows.scale.worktrees import gather
 
     ratchet = run.editor
-    if isinstance(ratchet, GitRatchet):  # a batch that fanned out to workers: its children may still be going
+    if ratchet.git is not None:  # a batch that fanned out to workers: its children may still be going
         from flows.scale.child import wait_for_children
 
-        for name in wait_for_children(ratchet.branch):
+        for name in wait_for_children(ratchet.git.branch):
             run.notices.append(f"{name}: its child flow run was still going when the batch resumed; waited for it")
     for skill in gather(run):  # a batch killed while skills ran side by side: their kept edits join the branch
         run.notices.append(f"{skill}: its rounds ran in a worktree when the run stopped; merged what it had kept")
     for skill in skills:
-        kept: bytes | None
-        if isinstance(ratchet, GitRatchet):
-            kept, commit = ratchet.committed_text(skill), ratchet.last_commit(skill)[:12]
-        else:
-            path = ratchet.kept_path(skill)
-            kept, commit = (path.read_bytes() if path.exists() else None), ""
+        kept, commit = ratchet.kept_text(skill)
         rejected = {e.sha256 for e in run.buffers[skill].entries} if skill in run.buffers else set()
         row = pending_keep.settle(run.workspace.results_tsv(skill), kept, commit, rejected)
         if row is not None:
             run.notices.append(f"{skill}: round {row.round}'s {row.status} had taken effect but its row was not written "
                                "when the run stopped; the row is completed from the record saved before it")
-    if isinstance(ratchet, GitRatchet):
-        run.inserted = inserted_blocks(ratchet.history(),
-                                       lambda c: ratchet.committed_text(c.skill, f"{c.sha}^").decode("utf-8"))
+    git = ratchet.git
+    if git is not None:
+        rebuild_inserted(run, git)

@@ -12,12 +12,13 @@ from flows.ratchet import measure, records
 from flows.ratchet.loop import ProposalAhead, optimize_skill, propose_ahead
 from flows.ratchet.trial import Outcome, try_edit
 from flows.scale.fan_out import fan_out
-from flows.state.config import PhaseEnd
+from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.run import Optimized, Run, SkillOutcome
 from judges.llm import BudgetExhausted
 from scoring.model import DIM_NAMES
 from workspace.atomic import atomic_write
 from workspace.manifest import save_round_backup
+from workspace.pending_keep import text_sha
 from workspace.results_tsv import Status, Stop
 
 
@@ -33,7 +34,7 @@ def optimize_all(run: Run) -> Optimized:
             else:
                 _optimize_in_order(run, order, display.update, outcomes)
         except BudgetExhausted as err:  # the hard budget, reached outside a round (a rewrite, a child's record)
-            return Optimized(outcomes, PhaseEnd(f"budget: {err}"))
+            return Optimized(outcomes, PhaseEnd(RunStop(StopKind.BUDGET, str(err))))
         finally:
             run.display = NO_DISPLAY
     return Optimized.of(outcomes)
@@ -87,7 +88,7 @@ def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
                      choices=("one more round", "exploratory rewrite", "finish"), default_choice="finish")
     if answer.choice == "one more round":
         return _merge(outcome, optimize_skill(run, skill, max_rounds=1, start_round=run.next_round(skill)))
-    if answer.choice == "exploratory rewrite" and exploratory_rewrite(run, skill, consented=answer.answered_by in ("ui", "cli")):
+    if answer.choice == "exploratory rewrite" and exploratory_rewrite(run, skill, consented=answer.by_a_person):
         return replace(outcome, after=run.incumbent_total(skill))
     return outcome
 
@@ -148,14 +149,23 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
     create_markdown_artifact(summary, key=f"skill-{_key(skill)}", description=f"Phase 2 result for {skill}")
     answer = run.ask(f"skill-{skill}", summary)
     if answer.timed_out:
-        return replace(outcome, ends_run=f"no answer at the checkpoint after {skill}: resumable with 'luban optimize --resume'")
+        return replace(outcome, ends_run=RunStop(StopKind.NO_ANSWER, f"no answer at the checkpoint after {skill}: resumable "
+                                                                     "with 'luban optimize --resume'"))
     if not answer.approved:
-        run.editor.restore_original(skill)
-        records.record_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
-                         measured=run.incumbent(skill), stop=Stop.USER_REJECTED, text=f"restored the original: {answer.comment}")
+        _restore_original(run, skill, outcome, answer.comment)
         # the summary says what the skill ends with: the original, every kept edit undone
         return replace(outcome, after=outcome.before, stop=Stop.USER_REJECTED, reverted=outcome.reverted + outcome.kept, kept=0)
     return outcome
+
+
+def _restore_original(run: Run, skill: str, outcome: SkillOutcome, comment: str) -> None:
+    """A person's no at the skill's checkpoint taking effect: the original back as the kept version, and its row, as
+    one recorded step (the original's SHA-256 proves it on resume)."""
+    original = run.editor.original_text(skill)
+    row = records.build_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
+                            measured=run.ledger.of(skill, original.decode("utf-8")), stop=Stop.USER_REJECTED,
+                            text=f"restored the original: {comment}")
+    records.recorded_step(run, skill, row, lambda: run.editor.restore_original(skill), kept_sha256=text_sha(original))
 
 
 def _order(dim: str) -> int:
@@ -208,10 +218,11 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> bool:
     if trial.outcome is Outcome.KEEP:
         records.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
                               text="Phase 2.5 exploratory rewrite beat the saved best")
-        run.best[skill] = trial.evaluation  # type: ignore[assignment]
+        assert trial.evaluation is not None  # a kept trial was evaluated in full
+        run.best[skill] = trial.evaluation
         return True
-    run.editor.rollback(skill)
-    records.record_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
-                     dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
-                     text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
+    row = records.build_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
+                            dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
+                            text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
+    records.recorded_step(run, skill, row, lambda: run.editor.rollback(skill))  # nothing to reject: a rewrite has no edit
     return False

@@ -16,18 +16,16 @@ from typing import NamedTuple
 
 from prefect.futures import PrefectFuture
 
-from flows.interaction.events import emit
 from flows.ratchet import measure, records, tasks
 from flows.ratchet.trial import Outcome, Trial, try_edit
-from flows.state.config import Quality
+from flows.state.config import Quality, RunStop, StopKind
 from flows.state.run import Run, SkillOutcome
 from judges.backend import Evaluation, ProposalRequest
 from judges.llm import BudgetExhausted
-from judges.proposer import Proposal
+from judges.proposer import Proposal, RefusalKind
 from scoring.diagnosis import diagnose
 from scoring.edit_guards import adds_words, boilerplate, inserted_units
 from scoring.edits import Edit
-from workspace.git_ratchet import LubanCommit
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.rejected_edits import save as save_rejected
@@ -48,7 +46,7 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
         proposal, stop, spent = next_proposal(run, skill, text, ahead)
         if stop is not None or proposal is None:
             record_stop(run, skill, round_no, stop or Stop.NO_EDIT, proposal, spent)
-            return replace(outcome, stop=stop or Stop.NO_EDIT, ends_run=f"budget: {spent}" if spent else None)
+            return replace(outcome, stop=stop or Stop.NO_EDIT, ends_run=RunStop(StopKind.BUDGET, spent) if spent else None)
         trial = attempt(run, skill, round_no, text, proposal)
         small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0  # kept rounds in a row
         ahead = _propose_after_keep(run, skill, proposal, trial) if trial.kept and small_gains < 2 and round_no < last_round else None
@@ -58,7 +56,8 @@ def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_ro
         on_round(skill, round_no, trial.decision.verdict.value if trial.decision else trial.outcome.value)
         stop = trial.stop or (Stop.CEILING if small_gains >= 2 else None)
         if stop is not None:
-            return replace(outcome, stop=stop, ends_run=f"budget: {trial.why}" if stop is Stop.BUDGET else None)
+            spent = trial.why or "LLM budget reached"
+            return replace(outcome, stop=stop, ends_run=RunStop(StopKind.BUDGET, spent) if stop is Stop.BUDGET else None)
     return outcome
 
 
@@ -90,13 +89,12 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
     edit = proposal.edit
     assert edit is not None
     facts: dict[str, object] = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
-                                "rejected_hits": sum("rejected edit" in r for r in proposal.refusals)}
-    calls = trial.calls + (proposal.attempts if run.backend.name != "offline" else 0)  # one editor call per attempt
+                                "rejected_hits": proposal.count(RefusalKind.REPEAT)}
+    calls = trial.calls + (0 if run.backend.exact else proposal.attempts)  # one editor call per attempt
     if trial.outcome is Outcome.KEEP:
         records.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
                               text=edit.describe(), edit_pct=proposal.edit_pct)
-        for unit in inserted_units(text_before, edit, skill):
-            run.inserted.setdefault(unit, skill)
+        run.inserted.add(inserted_units(text_before, edit, skill), skill)
         assert trial.evaluation is not None  # a kept trial was evaluated in full
         run.best[skill] = trial.evaluation
         return
@@ -113,7 +111,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
 
     records.recorded_step(run, skill, row, reject_and_roll_back, rejected_sha256=str(facts.get("sha256", "")))
     if trial.outcome is Outcome.REJECT:
-        emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
+        run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
                                        "to_version": run.commit() or "kept", "reason": trial.reason})
     if trial.freeze:
         freeze(run, skill, "Safety red line hit by a judge", rounds=None)
@@ -123,7 +121,7 @@ def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Propo
     """The round that found no edit to try, and why: each dimension's refusals (guards, budget, repeats) when any;
     ``spent`` says which budget ran out."""
     if stop is Stop.BUDGET:
-        why = f"budget: {spent}" if spent else "LLM budget reached"
+        why = str(RunStop(StopKind.BUDGET, spent or "LLM budget reached"))
     elif proposal is not None and proposal.refusals:
         why = proposal.reason if stop is Stop.PROPOSER_UNAVAILABLE else f"no edit passed its checks: {proposal.reason}"
     else:
@@ -140,7 +138,7 @@ def next_proposal(run: Run, skill: str, text: str,
     except BudgetExhausted as err:
         return None, Stop.BUDGET, str(err)
     for refusal in (proposal.refusals if proposal else ()):
-        if "boilerplate:" in refusal:
+        if refusal.kind is RefusalKind.BOILERPLATE:
             run.notices.append(f"{skill}: refused a proposed edit as {refusal}")
     if proposal is None or proposal.edit is None:
         return proposal, Stop.PROPOSER_UNAVAILABLE if proposal is not None and proposal.unavailable else Stop.NO_EDIT, ""
@@ -161,7 +159,7 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
     buffer, files = run.buffers[skill], measure.skill_files(run, skill)
     rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]
     def elsewhere(units: tuple[str, ...]) -> str:
-        return boilerplate(units, run.inserted, skill)
+        return boilerplate(units, run.inserted.snapshot(), skill)
 
     return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
                             active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill),
@@ -192,29 +190,6 @@ def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> Proposal
     return ProposalAhead(text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card)))
 
 
-def kept_edits(history: list[LubanCommit], skill: str) -> list[Edit | None]:
-    """The edits of ``skill`` that are kept now, oldest first, read from the run's commits (None: a rewrite)."""
-    kept: list[Edit | None] = []
-    for commit in (c for c in history if c.skill == skill):
-        if commit.kind == "optimize":
-            kept.append(Edit(**commit.edit) if commit.edit else None)
-        elif commit.kind == "held-out-rollback" and kept:
-            kept.pop()
-        elif commit.kind == "restore-original":
-            kept.clear()
-    return kept
-
-
-def inserted_blocks(history: list[LubanCommit], text_before: Callable[[LubanCommit], str]) -> dict[str, str]:
-    """Each line a kept edit inserted (normalized) → the first skill it went into, as the run built it keep by keep."""
-    units: dict[str, str] = {}
-    for commit in history:
-        if commit.kind == "optimize" and commit.edit:
-            for unit in inserted_units(text_before(commit), Edit(**commit.edit), commit.skill):
-                units.setdefault(unit, commit.skill)
-    return units
-
-
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:
     buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason.value, status,
                                                    note=edit.describe())
@@ -233,5 +208,5 @@ def freeze(run: Run, skill: str, reason: str, rounds: int | None) -> None:
         p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), rounds_left=rounds)
 
     run.profile = profile_store.update(run.workspace.profile, change)
-    emit("luban.freeze", skill, {"skill_path": str(run.workspace.skill_file(skill)), "freeze_scope": "current",
+    run.effects.emit("luban.freeze", skill, {"skill_path": str(run.workspace.skill_file(skill)), "freeze_scope": "current",
                                  "reason": reason, "duration_rounds": rounds})

@@ -29,6 +29,7 @@ from flows.state.ledger import text_id
 from judges.backend import Evaluation, Resample, readings
 from judges.sampling import evaluation_samples, resample_samples
 from scoring.keep_decision import Measured, Noise, SamplePlan
+from workspace.layout import Mode
 from workspace.skill_source import list_files
 
 if TYPE_CHECKING:
@@ -52,14 +53,12 @@ def code_version(root: Path = PACKAGE_ROOT) -> str:
 
 def settings_fingerprint(run: Run) -> dict:
     """Every model setting that can change an answer (never the key: ``describe`` shows only whether one is set)."""
-    settings = getattr(run.backend, "settings", None)
+    settings = run.backend.settings
     if settings is None:
         return {"backend": "offline"}
     return {k: v for k, v in settings.describe().items() if k not in ("api_key", "max_llm_calls", "max_tokens",
                                                                     "max_concurrency", "timeout_seconds", "max_retries",
                                                                     "llm_limit", "llm_rate_limit", "server_slots")}
-
-
 
 
 def measurement_key(run: Run, kind: str, skill: str, text: str, index: int, **detail) -> str:
@@ -74,10 +73,8 @@ def skill_files(run: Run, skill: str) -> frozenset[str]:
     return list_files(run.workspace.skill_file(skill).parent)
 
 
-def evaluation_mode(run: Run) -> str:
-    return "quick" if run.quality is Quality.QUICK else run.mode  # a weak target model: quick evaluation only
-
-
+def evaluation_mode(run: Run) -> Mode:
+    return Mode.QUICK if run.quality is Quality.QUICK else run.mode  # a weak target model: quick evaluation only
 
 
 def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
@@ -151,7 +148,7 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
     text graded now against its baseline grades is how a drifting grader shows."""
     from flows.ratchet import tasks
 
-    count = 1 if run.backend.name == "offline" or run.options.evaluate_only else HELD_OUT_SAMPLES
+    count = 1 if run.backend.exact or run.options.evaluate_only else HELD_OUT_SAMPLES
     files = skill_files(run, skill)
     first = run.ledger.reserve_readings(skill, text, count)
     futures = [tasks.held_out.submit(run.backend, measurement_key(run, "held-out", skill, text,
@@ -170,7 +167,7 @@ def noise(run: Run) -> dict[str, Noise]:
 
 
 def held_out_noise(run: Run) -> Noise | None:
-    return OFFLINE_NOISE if run.backend.name == "offline" else run.ledger.held_out_noise()
+    return OFFLINE_NOISE if run.backend.exact else run.ledger.held_out_noise()
 
 
 class CallCounter:

@@ -1,12 +1,21 @@
-"""A skill's progress rebuilt from its records: what a fresh start, a resume and a fan-out child read."""
+"""A skill's state rebuilt from its records — results.tsv and the run's commits — by one path, whoever needs it: a
+fresh start (no records: nothing to rebuild), a resume, a suspended run executed again, and a fan-out child."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from flows.ratchet import measure
 from flows.state.run import Run
+from scoring.edit_guards import inserted_units
+from scoring.edits import Edit
+from workspace.git_ratchet import CommitKind, GitRatchet, LubanCommit
 from workspace.results_tsv import Status, Stop
 
+Progress = tuple[float, int, Stop | None]  # (baseline total, last recorded round, why the rounds stopped or None)
 
-def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | None:
+
+def recorded_progress(run: Run, skill: str) -> Progress | None:
     """(baseline total, last recorded round, why it stopped or None) for the skill's last run.
 
     The stop is the row's ``stop`` column; rows written before it existed kept it in the note as ``stop=…``."""
@@ -22,3 +31,40 @@ def recorded_progress(run: Run, skill: str) -> tuple[float, int, Stop | None] | 
     baseline = rows[starts[-1]].new_score
     assert baseline is not None  # checked above
     return baseline, max(r.round for r in this), stop
+
+
+def rebuild_skill(run: Run, skill: str, progress: Progress) -> None:
+    """The skill as its records left it: its kept text measured afresh as the incumbent and its baseline card (the
+    same keys as the batch's baseline: offline, the same samples; online, Prefect's cache answers where result
+    storage is shared), and the progress its rounds had made."""
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    run.baselines[skill] = run.best[skill] = measure.baseline(run, skill, text)
+    run.resumed[skill] = progress
+
+
+def rebuild_inserted(run: Run, git: GitRatchet) -> None:
+    """The lines the run's kept edits inserted, read back from its commits, so the boilerplate rule sees the whole run."""
+    run.inserted.replace_all(inserted_blocks(git.history(), lambda c: git.committed_text(c.skill, f"{c.sha}^").decode("utf-8")))
+
+
+def kept_edits(history: list[LubanCommit], skill: str) -> list[Edit | None]:
+    """The edits of ``skill`` that are kept now, oldest first, read from the run's commits (None: a rewrite)."""
+    kept: list[Edit | None] = []
+    for commit in (c for c in history if c.skill == skill):
+        if commit.kind is CommitKind.OPTIMIZE:
+            kept.append(Edit(**commit.edit) if commit.edit else None)
+        elif commit.kind is CommitKind.HELD_OUT_ROLLBACK and kept:
+            kept.pop()
+        elif commit.kind is CommitKind.RESTORE_ORIGINAL:
+            kept.clear()
+    return kept
+
+
+def inserted_blocks(history: list[LubanCommit], text_before: Callable[[LubanCommit], str]) -> dict[str, str]:
+    """Each line a kept edit inserted (normalized) → the first skill it went into, as the run built it keep by keep."""
+    units: dict[str, str] = {}
+    for commit in history:
+        if commit.kind is CommitKind.OPTIMIZE and commit.edit:
+            for unit in inserted_units(text_before(commit), Edit(**commit.edit), commit.skill):
+                units.setdefault(unit, commit.skill)
+    return units

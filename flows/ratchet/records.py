@@ -5,22 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flows.ratchet.tasks import append_row
 from flows.ratchet.trial import Trial
 from judges.backend import Evaluation
 from workspace.results_tsv import ResultRow, Status
 
 
 def record_row(run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
-    """Build the row here and give the task only the path and the row.
-
-    Prefect walks every task parameter (looking for futures to link); handed
-    the whole run, that walk cost ~50 ms a row (benchmarks/loop_overhead.py).
-    A ``Trial`` brings its decision's evidence: both texts' samples, the
-    decision, the calls it cost and the stop it means.
-    """
+    """Build the row and write it through the run's effects. A ``Trial`` brings its decision's evidence: both texts'
+    samples, the decision, the calls it cost and the stop it means."""
     row = build_row(run, skill, round_no, status, source, **fields)
-    run.repaired(skill, append_row(run.workspace.results_tsv(skill), row))
+    run.repaired(skill, run.effects.write_row(run.workspace.results_tsv(skill), row))
     return row
 
 
@@ -54,6 +48,6 @@ def recorded_step(run, skill: str, row: ResultRow, effect: Callable[[], object],
     PendingKeep(row, kept_sha256, rejected_sha256).save(tsv)
     effect()
     row = replace(row, commit=run.commit())
-    run.repaired(skill, append_row(tsv, row))
+    run.repaired(skill, run.effects.write_row(tsv, row))
     clear(tsv)
     return row

@@ -16,7 +16,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from judges.backend import Backend, Evaluation, ProposalRequest, Resample
-from judges.proposer import Proposal, propose_checked
+from judges.proposer import Proposal, ProposalRefusal, RefusalKind, propose_checked
+from workspace.layout import Mode
 from workspace.results_tsv import Repair, ResultRow, ResultsFile
 from workspace.test_prompts import TestPrompt
 
@@ -26,16 +27,15 @@ def _given_key(context: Any, parameters: dict[str, Any]) -> str:
 
 
 @task(name="evaluate", cache_key_fn=_given_key, persist_result=True)
-def evaluate(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
+def evaluate(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: Mode,
              prompts: list[TestPrompt], ever_reverted: bool = False, diff: str = "", first_reading: int = 0) -> Evaluation:
-    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff,  # type: ignore[arg-type]
-                            first_reading=first_reading)
+    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff, first_reading=first_reading)
 
 
 @task(name="measure-again", cache_key_fn=_given_key, persist_result=True)
-def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: str,
+def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: Mode,
              prompts: list[TestPrompt], judges: int, dim8: bool, first_reading: int = 0) -> Resample:
-    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8, first_reading)  # type: ignore[arg-type]
+    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8, first_reading)
 
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
@@ -45,17 +45,18 @@ def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | Non
 
     An unreachable editor ends the search with its failed proposal: every other dimension would ask the same server.
     """
-    refusals: list[str] = []
+    refusals: list[ProposalRefusal] = []
     attempts = 0
     for request in requests:
-        if backend.name != "offline" and attempts >= MAX_EDITOR_CALLS:
-            refusals.append(f"stopped after {attempts} editor calls without an edit that passes its checks")
+        if not backend.exact and attempts >= MAX_EDITOR_CALLS:
+            refusals.append(ProposalRefusal(RefusalKind.GAVE_UP,
+                                            f"stopped after {attempts} editor calls without an edit that passes its checks"))
             break
         proposal = propose_checked(backend, request)
         if proposal.edit is not None or proposal.unavailable:
             return proposal
         attempts += proposal.attempts
-        refusals += [f"{request.target_dim}: {r}" for r in proposal.refusals]
+        refusals += [r.for_dim(request.target_dim) for r in proposal.refusals]
     return Proposal(None, None, attempts, tuple(refusals)) if requests else None
 
 
@@ -79,11 +80,3 @@ def held_out(backend: Backend, key: str, text: str, skill: str, files: frozenset
 @task(name="record-results-row", retries=2, retry_delay_seconds=0.2, cache_policy=NO_CACHE)
 def append_row(results_tsv: Path, row: ResultRow) -> Repair | None:
     return ResultsFile(results_tsv).append(row)
-
-
-
-
-
-
-
-

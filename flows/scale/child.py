@@ -24,7 +24,7 @@ SKILL_FLOW = "optimize-skill"
 def _resolved_flags(batch: Run) -> dict[str, Any]:
     """The batch's settings as it resolved them (flags, environment, luban.toml), all but the key: a child resolves
     the same ones, wherever it runs, and takes only the key from its worker's environment."""
-    settings = getattr(batch.backend, "settings", None)
+    settings = batch.backend.settings
     return settings.as_flags() if settings is not None else dict(batch.options.llm)
 
 
@@ -43,24 +43,25 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
               options: dict[str, Any], batch_run_id: str | None, consumer: ConsumerVerdict, preferred_dims: list[str],
               budget_id: str | None = None) -> Run:
     """The skill's part of the batch's run, rebuilt from what is on disk: the same function a resume uses."""
-    from flows.ratchet.loop import inserted_blocks
-    from flows.ratchet.rebuild import recorded_progress
+    from flows.ratchet.effects import PrefectEffects
+    from flows.ratchet.rebuild import rebuild_inserted, rebuild_skill, recorded_progress
     from judges.backend import make_backend
     from judges.settings import resolve
     from workspace import profile as profile_store
     from workspace import rejected_edits, test_prompts
-    from workspace.git_ratchet import GitRatchet, open_repository
-    from workspace.layout import Workspace
+    from workspace.git_ratchet import GitRatchet
+    from workspace.git_repository import open_repository
+    from workspace.layout import Mode, Workspace
 
     settings_of = RunOptions(**{**options, "skills": tuple(options.get("skills", ()))})
-    config = RunConfig(settings_of, mode, consumer)  # type: ignore[arg-type]
-    layout = Workspace(Path(worktree), Path(workspace_root), mode)  # type: ignore[arg-type]
+    config = RunConfig(settings_of, Mode(mode), consumer)
+    layout = Workspace(Path(worktree), Path(workspace_root), Mode(mode))
     ratchet = GitRatchet(layout, open_repository(Path(worktree)), branch, original, [skill])
     settings = resolve(settings_of.llm, os.environ, Path(settings_of.skills_dir) / "luban.toml")
     usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
     backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
     run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
-              skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims))
+              PrefectEffects(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims))
     run.buffers[skill] = rejected_edits.load(layout.rejected_edits(skill), skill, run.started.isoformat())
     if layout.test_prompts(skill).exists():
         run.prompts[skill] = test_prompts.load(layout.test_prompts(skill))
@@ -68,20 +69,9 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     if progress is None:
         raise RuntimeError(f"{skill}: no baseline row in {layout.results_tsv(skill)}; the batch records it before "
                            "it fans out (run the batch again, or with --resume)")
-    measure_incumbent(run, skill, progress)
-    run.inserted = inserted_blocks(ratchet.history(),
-                                   lambda c: ratchet.committed_text(c.skill, f"{c.sha}^").decode("utf-8"))
+    rebuild_skill(run, skill, progress)
+    rebuild_inserted(run, ratchet)
     return run
-
-
-def measure_incumbent(run: Run, skill: str, progress: tuple) -> None:
-    """The kept text measured as the batch measured it at its baseline (the same keys: offline, the same samples;
-    online, Prefect's cache answers when the workers share result storage)."""
-    from flows.ratchet import measure
-
-    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    run.baselines[skill] = run.best[skill] = measure.baseline(run, skill, text)
-    run.resumed[skill] = progress
 
 
 def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict[str, Any]:
@@ -90,7 +80,7 @@ def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict
     its kept edits inserted (the boilerplate rule)."""
     done = asdict(outcome) | {"stop": outcome.stop.value} if outcome is not None else None
     return {"outcome": done, "notices": run.notices,
-            "inserted": sorted(block for block, owner in run.inserted.items() if owner == skill)
+            "inserted": run.inserted.of(skill)
             } | ledger_record(run.ledger, skill)
 
 
@@ -108,8 +98,7 @@ def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
     from workspace.results_tsv import Stop
 
     replace_skill(run.ledger, skill, record)
-    for block in record["inserted"]:
-        run.inserted.setdefault(block, skill)
+    run.inserted.add(record["inserted"], skill)
     run.notices.extend(record["notices"])
     if record.get("budget"):
         raise BudgetExhausted(record["budget"])  # raised once every skill's work is merged (flows/scale/fan_out.py)
@@ -149,23 +138,22 @@ def in_child_flow_run(batch: Run, child: Run, skill: str) -> SkillOutcome:
     from prefect.deployments import run_deployment
 
     from flows.scale.worktrees import worktree_root
-    from workspace.git_ratchet import GitRatchet
-
-    assert isinstance(child.ratchet, GitRatchet) and isinstance(batch.ratchet, GitRatchet)
+    child_git, batch_git = (child.ratchet.git if child.ratchet else None), (batch.ratchet.git if batch.ratchet else None)
+    assert child_git is not None and batch_git is not None  # workers take worktrees: full mode only
     hand_back = worktree_root(batch) / f"{skill}.hand-back.json"
     hand_back.unlink(missing_ok=True)
-    parameters = {"skill": skill, "worktree": str(child.workspace.skills_dir), "branch": child.ratchet.branch,
-                  "original": batch.ratchet.original, "workspace": str(batch.workspace.root), "mode": batch.mode,
+    parameters = {"skill": skill, "worktree": str(child.workspace.skills_dir), "branch": child_git.branch,
+                  "original": batch_git.original, "workspace": str(batch.workspace.root), "mode": batch.mode,
                   "run_dir": str(batch.run_dir), "options": asdict(batch.options) | {"skills": list(batch.options.skills),
                                                                                      "llm": _resolved_flags(batch)},
                   "batch_run_id": batch.flow_run_id, "hand_back": str(hand_back), "consumer": asdict(batch.config.consumer),
                   "preferred_dims": sorted(batch.preferred_dims), "budget_id": batch.budget_id,
                   "models": settings_fingerprint(batch)}
-    key = f"luban:{batch.flow_run_id}:{skill}:{child.ratchet.head_sha()}"
+    key = f"luban:{batch.flow_run_id}:{skill}:{child_git.head_sha()}"
     deployment = str(batch.options.fan_out_to)
     # run_deployment is sync-compatible: called from sync code it returns the FlowRun itself, not a coroutine
     flow_run = cast(FlowRun, run_deployment(deployment, parameters=parameters, idempotency_key=key, poll_interval=2,
-                                            timeout=None, tags=["luban", f"luban-batch:{batch.ratchet.branch}"],
+                                            timeout=None, tags=["luban", f"luban-batch:{batch_git.branch}"],
                                             flow_run_name=skill))
     state = flow_run.state
     if state is None or not state.is_completed() or not hand_back.exists():

@@ -24,7 +24,6 @@ from functools import partial
 from flows.scale.threads import in_threads
 from flows.scale.worktrees import fork, gather
 from flows.state.run import Run, SkillOutcome
-from workspace.git_ratchet import GitRatchet
 
 
 def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]:
@@ -32,7 +31,7 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
     in full mode each in its own worktree, merged back in ``order`` before this returns. With ``fan_out_to``
     (full mode), each skill's rounds run as a child flow run of that deployment instead (flows/skill_flow.py)."""
     children = {skill: fork(run, skill) for skill in order}
-    if run.options.fan_out_to and isinstance(run.ratchet, GitRatchet):  # each skill a child flow run on the pool
+    if run.options.fan_out_to and run.ratchet and run.ratchet.git:  # each skill a child flow run on the pool
         from flows.scale.child import in_child_flow_run
 
         optimize_one = partial(in_child_flow_run, run)
@@ -50,13 +49,3 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
     if errors:
         raise errors[0]
     return outcomes
-
-
-
-
-
-
-
-
-
-

@@ -9,7 +9,8 @@ from pathlib import Path
 import git
 
 from flows.state.run import Run
-from workspace.git_ratchet import GitRatchet, identity_env
+from workspace.git_ratchet import GitRatchet
+from workspace.git_repository import identity_env
 from workspace.layout import Workspace
 
 SEPARATOR = "--"  # between the batch branch and the skill, in a skill's branch name
@@ -17,9 +18,9 @@ SEPARATOR = "--"  # between the batch branch and the skill, in a skill's branch 
 
 def fork(run: Run, skill: str) -> Run:
     """A run for one skill: in full mode, its own worktree and branch, forked from the batch branch's HEAD."""
-    if not isinstance(run.ratchet, GitRatchet):
+    main = run.ratchet.git if run.ratchet else None
+    if main is None:
         return replace(run)
-    main = run.ratchet
     branch = f"{main.branch}{SEPARATOR}{skill}"
     path = worktree_root(run) / skill
     if path.exists():  # a worktree a killed batch left: gather() takes its commits first
@@ -33,16 +34,17 @@ def fork(run: Run, skill: str) -> Run:
 
 
 def worktree_root(run: Run) -> Path:
-    assert isinstance(run.ratchet, GitRatchet)
-    return run.workspace.root / "worktrees" / run.ratchet.branch.replace("/", "_")
+    git = run.ratchet.git if run.ratchet else None
+    assert git is not None, "worktrees exist only in full mode"
+    return run.workspace.root / "worktrees" / git.branch.replace("/", "_")
 
 
 def gather(run: Run, order: list[str] | None = None) -> list[str]:
     """Merge every skill branch of this batch into the batch branch (in ``order``, else by name) and remove their
     worktrees; an edit a worktree holds but never decided is dropped with it. The skills merged."""
-    if not isinstance(run.ratchet, GitRatchet):
+    main = run.ratchet.git if run.ratchet else None
+    if main is None:
         return []
-    main = run.ratchet
     prefix = f"{main.branch}{SEPARATOR}"
     rank = {skill: i for i, skill in enumerate(order or [])}
     branches = sorted((h.name for h in main.repo.heads if h.name.startswith(prefix)),

@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from flows.interaction.checkpoints import Approval
-from workspace.layout import Mode
+from workspace.layout import MODES, Mode
 
 LITE_BUDGET = 0.03  # a lite run edits at most 3 % of a file, one round
 
@@ -128,8 +128,9 @@ class RunConfig:
     consumer: ConsumerVerdict = ConsumerVerdict(untested="quick mode")
 
     def __post_init__(self) -> None:
-        if self.mode not in ("quick", "full"):
+        if self.mode not in MODES:
             raise ValueError(f"a run's mode is quick or full, not {self.mode!r} (auto is decided in Phase 0)")
+        object.__setattr__(self, "mode", Mode(self.mode))  # a flow parameter arrives as its string
 
     @property
     def quality(self) -> Quality:
@@ -159,11 +160,29 @@ class RunConfig:
         return min(self.options.budget, LITE_BUDGET) if self.quality is Quality.LITE else self.options.budget
 
 
+class StopKind(StrEnum):
+    """Why a run stopped before its end."""
+
+    BUDGET = "budget"  # the hard LLM budget is spent (the run's own, or the batch's on the Prefect server)
+    NO_ANSWER = "no-answer"  # a checkpoint nobody answered in time: resumable
+    DECLINED = "declined"  # a person stopped it at a checkpoint
+    CONSUMER_GATE = "consumer-gate"  # the target model is below the consumer baseline's thresholds
+
+
+@dataclass(frozen=True)
+class RunStop:
+    kind: StopKind
+    detail: str  # what a person reads: which budget, which checkpoint, what to do next
+
+    def __str__(self) -> str:
+        return f"budget: {self.detail}" if self.kind is StopKind.BUDGET else self.detail
+
+
 @dataclass(frozen=True)
 class PhaseEnd:
-    """How a phase ended: the run goes on (``stop`` None), or stops here for the reason the summary gives."""
+    """How a phase ended: the run goes on (``stop`` None), or stops here, and why."""
 
-    stop: str | None = None
+    stop: RunStop | None = None
 
     @property
     def goes_on(self) -> bool:

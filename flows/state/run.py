@@ -7,21 +7,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flows.interaction.checkpoints import Decision, checkpoint
+from flows.interaction.checkpoints import Decision
 from flows.interaction.progress import NO_DISPLAY, Display
-from flows.state.config import GO_ON, PhaseEnd, Quality, RunConfig, RunOptions
+from flows.state.config import GO_ON, PhaseEnd, Quality, RunConfig, RunOptions, RunStop
+from flows.state.effects import Effects
+from flows.state.inserted import InsertedBlocks
 from flows.state.ledger import Ledger
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
 from scoring.notes import format_note
 from workspace import run_marker
-from workspace.file_ratchet import FileRatchet
-from workspace.git_ratchet import GitRatchet
 from workspace.layout import Mode, Workspace
 from workspace.lock import WorkspaceLock
 from workspace.manifest import ManifestWriter
 from workspace.profile import LubanProfile
+from workspace.ratchet import Ratchet
 from workspace.rejected_edits import Buffer
 from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
 from workspace.test_prompts import TestPrompt
@@ -40,7 +41,7 @@ class SkillOutcome:
     kept: int = 0
     reverted: int = 0
     held_out_fail: bool = False
-    ends_run: str | None = None
+    ends_run: RunStop | None = None
 
     def after_round(self, kept: bool, reverted: bool, total: float, rounds: int) -> SkillOutcome:
         """This outcome after one more round: its edit kept, reverted (or neither: abandoned unjudged)."""
@@ -71,11 +72,12 @@ class Run:
 
     config: RunConfig
     workspace: Workspace
-    ratchet: GitRatchet | FileRatchet | None
+    ratchet: Ratchet | None
     backend: Backend
     profile: LubanProfile
     run_dir: Path
     started: datetime
+    effects: Effects  # rows, events, checkpoints, warnings: everything the run does beyond its skill files
     manifest: ManifestWriter | None = None
     skills: list[str] = field(default_factory=list)
     prompts: dict[str, list[TestPrompt]] = field(default_factory=dict)
@@ -90,7 +92,7 @@ class Run:
     asked: dict[str, int] = field(default_factory=dict)  # checkpoint name → times asked (keys must be unique)
     display: Display = NO_DISPLAY  # the terminal's progress bar while Phase 2 runs, paused for every question
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
-    inserted: dict[str, str] = field(default_factory=dict)  # a line a kept edit inserted (normalized) → its skill
+    inserted: InsertedBlocks = field(default_factory=InsertedBlocks)  # shared by every skill's rounds: thread-safe
     policy: KeepPolicy = field(default_factory=KeepPolicy)
     repository_lock: WorkspaceLock | None = None  # full mode: held from before the branch is made to the run's end
     budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/server/limits.py)
@@ -120,7 +122,7 @@ class Run:
         return measured.total() if measured.dims else self.best[skill].score.total
 
     @property
-    def editor(self) -> GitRatchet | FileRatchet:
+    def editor(self) -> Ratchet:
         """The ratchet edits go through; an evaluate-only run has none and never edits."""
         if self.ratchet is None:
             raise RuntimeError("this run only evaluates (Phases 0–1): it has no ratchet to edit through")
@@ -148,7 +150,7 @@ class Run:
         key = name if self.asked[name] == 1 else f"{name}#{self.asked[name]}"
         kwargs.setdefault("timeout", self.options.approval_timeout)
         with self.display.paused():  # a prompt is never drawn under the progress bar
-            return checkpoint(key, summary, self.options.approval, on_suspend=self._suspending, **kwargs)
+            return self.effects.ask(key, summary, self.options.approval, self._suspending, **kwargs)
 
     def _suspending(self, key: str) -> None:
         run_marker.save(self.workspace.root, self.flow_run_id, state="suspended", checkpoint=key, since=now_stamp(),
@@ -164,8 +166,13 @@ class Run:
         start = max((i for i, r in enumerate(rows) if r.status == Status.BASELINE), default=0)
         return max((r.round for r in rows[start:]), default=0) + 1
 
+    def branch(self) -> str | None:
+        """The run's git branch (full mode), or None."""
+        git = self.ratchet.git if self.ratchet is not None else None
+        return git.branch if git is not None else None
+
     def commit(self) -> str:
-        return self.ratchet.head_sha()[:12] if isinstance(self.ratchet, GitRatchet) else ""
+        return self.ratchet.head_sha()[:12] if self.ratchet is not None else ""
 
     def budget_for(self, skill: str) -> float:
         return min(self.config.budget, self.profile.budget_for(skill))
@@ -173,7 +180,7 @@ class Run:
     def record(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, **fields: Any) -> ResultRow:
         """Append one results.tsv row (one atomic write) and return it."""
         row = self.result_row(skill, round_no, status, evaluation, **fields)
-        self.repaired(skill, self.results(skill).append(row))
+        self.repaired(skill, self.effects.write_row(self.workspace.results_tsv(skill), row))
         return row
 
     def repaired(self, skill: str, repair) -> None:
@@ -188,11 +195,11 @@ class Run:
         """A row from what was measured: totals are the means of every sample (not one evaluation's), and a
         decision's evidence — samples, Δ, bound, calls — goes into its own columns."""
         facts = dict(facts or {})
-        settings = getattr(self.backend, "settings", None)
-        if self.backend.name != "offline" and settings is not None and settings.same_source:
+        settings = self.backend.settings
+        if settings is not None and settings.same_source:
             facts["same_source"] = "true"
         if evaluation is not None:
-            facts.update(_unscored_facts(evaluation, skill))
+            facts.update(_unscored_facts(evaluation, skill, self.effects))
         run_wide = self.ledger.unshown(self.backend.server_facts().get("fallbacks", ()))
         taken = self.ledger.fallbacks_for_row(skill) | dict.fromkeys(run_wide, 1)
         if taken:  # what this row's measurements fell back on, each counted once in the skill's rows
@@ -227,20 +234,18 @@ def _evidence(decision: KeepDecision | None, run: Run, diff: str = "") -> dict[s
     lines the edit changed."""
     if decision is None:
         return None
-    settings = getattr(run.backend, "settings", None)
+    settings = run.backend.settings
     out = decision.to_json() | {"judge_model": settings.judge_model if settings else "offline (exact heuristics)"}
     return out | {"diff": diff} if diff else out
 
 
-def _unscored_facts(evaluation: Evaluation, skill: str) -> dict[str, str]:
+def _unscored_facts(evaluation: Evaluation, skill: str, effects: Effects) -> dict[str, str]:
     """Dimensions that could not be scored, named in the row with the first reason, and said in the log:
     the total of such a row covers only the scored dimensions."""
     missing = [d for d in evaluation.score.dims if d.score is None]
     if not missing:
         return {}
     reason = (missing[0].reasons[0] if missing[0].reasons else "no reason given")[:160]
-    from prefect.logging import get_run_logger
-
-    get_run_logger().warning("%s: %s unscored (%s); the total covers the scored dimensions only", skill,
-                             ", ".join(d.dim for d in missing), reason)
+    effects.warn("%s: %s unscored (%s); the total covers the scored dimensions only", skill,
+                 ", ".join(d.dim for d in missing), reason)
     return {"unscored": ",".join(d.dim for d in missing), "unscored_reason": reason}

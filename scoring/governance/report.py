@@ -82,41 +82,7 @@ def _before_after(run) -> tuple[float | None, float | None]:
 def render(frame, facts: RunFacts) -> str:
     run = latest_runs(frame)
     attempts = run[run["status"].isin(["keep", "revert"])]
-    kept = int((standing(attempts)["status"] == "keep").sum())  # a keep a person or the held-out gate took back is not one
-    total = len(attempts)
-    dry = int(run["eval_mode"].isin(["dry_run", "fallback_dry"]).sum())
-    full = int((run["eval_mode"] == "full_test").sum())
-    lines = ["# Luban optimization report", "", "## Overview", "",
-             f"- Mode: {facts.mode}", f"- Skills: {run['skill'].nunique()}", f"- Experiments: {total}",
-             f"- Kept: {kept} ({(100 * kept / total if total else 0):.0f} %)", f"- Rollbacks: {total - kept}",
-             f"- Full tests / dry runs: {full} / {dry}", f"- Consumer baseline: {facts.consumer_baseline}"]
-    lines += [f"- Notice: {n}" for n in facts.notices]
-    lines += ["", "## Scores", "", "| skill | before | after | Δ |", "|---|---:|---:|---:|"]
-    deltas = []
-    for skill, group in run.groupby("skill", sort=True):
-        before, after = _before_after(group)
-        if before is None or after is None:
-            lines.append(f"| {skill} | — | — | — |")
-            continue
-        deltas.append(after - before)
-        lines.append(f"| {skill} | {before:.1f} | {after:.1f} | {after - before:+.1f} |")
-    if deltas:
-        lines.append(f"| **mean** | | | {sum(deltas) / len(deltas):+.1f} |")
-    if facts.totals:
-        lines += ["", "Where each final total comes from (the same account `luban score` gives):", ""]
-        lines += [f"- {t}" for t in facts.totals]
-    lines += ["", "## Main improvements", ""]
-    keeps = standing(attempts)
-    keeps = keeps[keeps["status"] == "keep"]
-    if keeps.empty:
-        lines.append("No edit was kept.")
-    for dim, group in keeps.groupby("dim_changed", sort=True):
-        lines.append(f"### {dim} {DIM_NAMES.get(str(dim), '')}")
-        for _, row in group.iterrows():
-            facts_, text = parse_note(str(row["note"]))
-            lines.append(f"- [{row['skill']}] {facts_.get('strategy', '')} {row['delta']:+.1f}: {text}".rstrip(": "))
-            lines += _kept_diff(row)
-        lines.append("")
+    lines = _overview(run, attempts, facts) + _scores(run, facts) + _improvements(attempts)
     lines += ["## Keep decisions", "",
               "Each edit is kept only when a dimension gained beyond the judges' noise (one-sided 95 %, over all",
               "dimensions and looks), none got worse beyond it, and the total of the means rose. *bound*: the deciding",
@@ -134,6 +100,54 @@ def render(frame, facts: RunFacts) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _overview(run, attempts, facts: RunFacts) -> list[str]:
+    kept = int((standing(attempts)["status"] == "keep").sum())  # a keep a person or the held-out gate took back is not one
+    total = len(attempts)
+    dry = int(run["eval_mode"].isin(["dry_run", "fallback_dry"]).sum())
+    full = int((run["eval_mode"] == "full_test").sum())
+    lines = ["# Luban optimization report", "", "## Overview", "",
+             f"- Mode: {facts.mode}", f"- Skills: {run['skill'].nunique()}", f"- Experiments: {total}",
+             f"- Kept: {kept} ({(100 * kept / total if total else 0):.0f} %)", f"- Rollbacks: {total - kept}",
+             f"- Full tests / dry runs: {full} / {dry}", f"- Consumer baseline: {facts.consumer_baseline}"]
+    return lines + [f"- Notice: {n}" for n in facts.notices]
+
+
+def _scores(run, facts: RunFacts) -> list[str]:
+    """Each skill's total before and after, and where each final total comes from."""
+    lines = ["", "## Scores", "", "| skill | before | after | Δ |", "|---|---:|---:|---:|"]
+    deltas = []
+    for skill, group in run.groupby("skill", sort=True):
+        before, after = _before_after(group)
+        if before is None or after is None:
+            lines.append(f"| {skill} | — | — | — |")
+            continue
+        deltas.append(after - before)
+        lines.append(f"| {skill} | {before:.1f} | {after:.1f} | {after - before:+.1f} |")
+    if deltas:
+        lines.append(f"| **mean** | | | {sum(deltas) / len(deltas):+.1f} |")
+    if facts.totals:
+        lines += ["", "Where each final total comes from (the same account `luban score` gives):", ""]
+        lines += [f"- {t}" for t in facts.totals]
+    return lines
+
+
+def _improvements(attempts) -> list[str]:
+    """The edits that stand, by dimension, each with the lines it changed."""
+    lines = ["", "## Main improvements", ""]
+    keeps = standing(attempts)
+    keeps = keeps[keeps["status"] == "keep"]
+    if keeps.empty:
+        lines.append("No edit was kept.")
+    for dim, group in keeps.groupby("dim_changed", sort=True):
+        lines.append(f"### {dim} {DIM_NAMES.get(str(dim), '')}")
+        for _, row in group.iterrows():
+            facts_, text = parse_note(str(row["note"]))
+            lines.append(f"- [{row['skill']}] {facts_.get('strategy', '')} {row['delta']:+.1f}: {text}".rstrip(": "))
+            lines += _kept_diff(row)
+        lines.append("")
+    return lines
 
 
 def _kept_diff(row: Mapping[str, Any]) -> list[str]:

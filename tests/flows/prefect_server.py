@@ -113,7 +113,6 @@ def cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProc
     return subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=timeout, cwd=REPO_ROOT)
 
 
-
 def start_batch(env: dict, skills_dir: Path, skill: str, approval_timeout: int = 300, *params: str) -> subprocess.Popen:
     """`luban serve`, wait for the deployments, then `prefect deployment run` one quick batch."""
     log = open(Path(env["PREFECT_HOME"]) / f"serve-{skill}.log", "w")  # noqa: SIM115 - `luban serve` writes to it while it runs

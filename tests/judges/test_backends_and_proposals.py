@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from judges.backend import OfflineBackend, OnlineBackend, ProposalRequest
+from judges.backend import OfflineBackend, ProposalRequest
 from judges.llm import BudgetExhausted
-from judges.proposer import propose_checked
+from judges.online_backend import OnlineBackend
+from judges.proposer import RefusalKind, propose_checked
 from scoring import score_skill
 from scoring.edits import check_budget
 from tests.conftest import REPO_ROOT
@@ -204,7 +205,8 @@ def test_online_proposal_that_does_not_apply_is_sent_back_with_the_reason(server
     server.responder = scripted
     proposal = propose_checked(online(server, tmp_path), ProposalRequest(text, "pr-review", files, "dim7"))
     assert proposal.edit is not None and proposal.edit.new == "## Steps" and proposal.attempts == 3
-    assert "occurs 2 time(s)" in proposal.refusals[0] and "over the budget" in proposal.refusals[1]
+    assert "occurs 2 time(s)" in str(proposal.refusals[0]) and "over the budget" in str(proposal.refusals[1])
+    assert [r.kind for r in proposal.refusals] == [RefusalKind.UNAPPLICABLE, RefusalKind.OVER_BUDGET]
     sent = [r.body["messages"][1]["content"] for r in server.chat_requests()]
     assert "refused: 'old' must occur exactly once" in sent[1] and "over the budget" in sent[2]
 

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.reliability.crash import HOLD_HOOK, child_env, run_child, start_child
+from tests.support.repos import GIT_IDENTITY, commit_all
 from workspace.results_tsv import ResultsFile
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
@@ -73,11 +74,7 @@ def hold_first_run(tmp_path: Path, skills: Path, env) -> tuple:
 
 def git_skills(tmp_path: Path) -> tuple[Path, git.Repo]:
     skills = copy_skills(tmp_path / "skills", "pr-review", "db-migration")
-    repo = git.Repo.init(skills)
-    repo.git.add(A=True)
-    repo.git.commit("-m", "skills", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                         "GIT_COMMITTER_EMAIL": "t@t"})
-    return skills, repo
+    return skills, commit_all(skills)
 
 
 def test_a_second_batch_on_the_same_repository_refuses_and_names_the_holder(tmp_path: Path, env):
@@ -164,10 +161,8 @@ def test_a_deleted_rejected_edits_file_is_rebuilt_from_the_revert_rows(tmp_path:
 @pytest.mark.parametrize("damage, fix", [("detached", "git switch"), ("merge", "git merge --abort")])
 def test_a_repository_mid_merge_or_detached_is_refused_with_the_fix(tmp_path: Path, env, damage: str, fix: str):
     skills = copy_skills(tmp_path / "skills", "pr-review")
-    repo = git.Repo.init(skills)
-    identity = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    repo.git.add(A=True)
-    repo.git.commit("-m", "one", env=identity)
+    repo = commit_all(skills, "one")
+    identity = GIT_IDENTITY
     if damage == "detached":
         repo.git.checkout("--detach")
     else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import subprocess
 import time
@@ -15,8 +14,8 @@ import git
 import pytest
 
 from scoring.notes import parse_note
-from tests.conftest import REPO_ROOT
 from tests.reliability.crash import STEPS, assert_consistent_after_a_crash, child_env, optimize_args, run_child, start_child
+from tests.support.repos import commit_all, copy_examples
 from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
@@ -28,13 +27,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
 def setup(tmp_path: Path):
     from prefect.settings import PREFECT_API_URL
 
-    skills = tmp_path / "skills"
-    for name in SKILLS:
-        shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
-    repo = git.Repo.init(skills)
-    repo.git.add(A=True)
-    repo.git.commit("-m", "skills", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                         "GIT_COMMITTER_EMAIL": "t@t"})
+    skills = copy_examples(tmp_path / "skills", *SKILLS)
+    commit_all(skills)
     env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
     return skills, tmp_path / "luban-workspace", env
 

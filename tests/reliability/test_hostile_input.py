@@ -109,5 +109,3 @@ def test_an_offline_optimize_batch_over_the_corpus_goes_on_and_stays_inside(host
     assert {"nul-bytes", "billion-laughs", "ref-etc-passwd", "name with spaces", "名字-unicode"} <= set(summary["baselines"])
     assert "SECRET-CANARY-CONTENT" not in result.stdout + result.stderr
     assert_stayed_inside(audit, outside, allowed_writes=[skills, workspace, tmp_path / "prefect-home", Path("/tmp")])
-
-

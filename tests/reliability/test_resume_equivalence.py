@@ -7,11 +7,8 @@ written and the commit id (a commit made a second later has another id for the s
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pickle
 import random
-import shutil
 import signal
 import subprocess
 import time
@@ -21,62 +18,17 @@ from typing import Any
 import git
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.reliability.crash import assert_consistent_after_a_crash, child_env, optimize_args, run_child, start_child
-from tests.support.generated_skills import write_generated
-from workspace import rejected_edits, run_marker
-from workspace.results_tsv import ResultsFile
+from tests.support.batches import explain, make_batch, outcome, serial_reference
+from tests.support.repos import commit_all, copy_examples
+from workspace import run_marker
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
-EXAMPLES = ("pr-review", "weekly-report-zh", "db-migration", "api-changelog")
-IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-
-
-def make_batch(root: Path) -> tuple[Path, Path]:
-    """Four examples and four generated skills in a fresh repository; the workspace beside it."""
-    generated = write_generated(root / "generated-source", count=4, seed=5) / "generated"
-    return examples_repository(root, EXAMPLES, tuple(sorted(generated.iterdir())))
-
-
-def examples_repository(root: Path, examples: tuple[str, ...], more: tuple[Path, ...] = ()) -> tuple[Path, Path]:
-    """Shipped examples (and the skill folders ``more``) committed in a fresh repository; the workspace beside it."""
-    skills = root / "skills"
-    for folder in (*(REPO_ROOT / "skills" / name for name in examples), *more):
-        shutil.copytree(folder, skills / folder.name)
-    repo = git.Repo.init(skills)
-    repo.git.add(A=True)
-    repo.git.commit("-m", "skills", env=IDENTITY)
-    return skills, root / "luban-workspace"
-
-
-def outcome(skills: Path, workspace: Path, mode: str = "full") -> dict[str, Any]:
-    """What must be identical: every skill's text, the branch's tree and checkout status, every row, every rejected
-    edit (quick mode commits nothing: its tree and status are the ones the batch started with)."""
-    repo = git.Repo(skills)
-    rows, rejected = {}, {}
-    for state in sorted((workspace / mode).iterdir()):
-        if (state / "results.tsv").exists():
-            rows[state.name] = [{k: v for k, v in vars(r).items() if k not in ("timestamp", "commit")}
-                                for r in ResultsFile(state / "results.tsv").rows()]
-            buffer = rejected_edits.load(state / "rejected_edits.md", state.name, "")
-            rejected[state.name] = [(e.sha256, e.status, e.reason) for e in buffer.entries]
-    return {"texts": {p.parent.name: p.read_bytes() for p in sorted(skills.glob("*/SKILL.md"))},
-            "tree": repo.head.commit.tree.hexsha, "status": repo.git.status("--porcelain"), "rows": rows,
-            "rejected": rejected, "pending": sorted(p.name for p in workspace.rglob("pending-keep.json"))}
 
 
 def resume_to_the_end(skills: Path, workspace: Path, env: dict[str, str]) -> None:
     result = run_child(optimize_args(skills, "--resume", "--workspace", str(workspace)), env)
     assert result.returncode == 0, result.stderr[-3000:]
-
-
-def explain(expected: dict[str, Any], got: dict[str, Any]) -> str:
-    lines = [f"{key} differs" for key in ("texts", "tree", "status", "rejected", "pending") if expected[key] != got[key]]
-    for skill in sorted(set(expected["rows"]) | set(got["rows"])):
-        a, b = expected["rows"].get(skill, []), got["rows"].get(skill, [])
-        if a != b:
-            lines.append(f"{skill}: {[(r['round'], r['status']) for r in a]} unbroken, {[(r['round'], r['status']) for r in b]} resumed")
-    return "; ".join(lines)
 
 
 @pytest.fixture(scope="module")
@@ -87,26 +39,6 @@ def unbroken(tmp_path_factory, prefect_api) -> tuple[dict[str, Any], float, dict
     env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
     reference, took = serial_reference(tmp_path_factory, env)
     return reference, took, env
-
-
-def serial_reference(tmp_path_factory, env: dict[str, str]) -> tuple[dict[str, Any], float]:
-    """The unbroken batch's outcome and how long it took, run once per test session: pytest-xdist's workers share
-    the parent of their temporary directories and take turns at a lock there, the first one running the batch."""
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    shared = tmp_path_factory.getbasetemp().parent if run_id else tmp_path_factory.getbasetemp()
-    store = shared / f"unbroken-batch-{run_id or 'alone'}.pickle"
-    with open(shared / f"unbroken-batch-{run_id or 'alone'}.lock", "w") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        if store.exists():
-            return pickle.loads(store.read_bytes())
-        skills, workspace = make_batch(tmp_path_factory.mktemp("unbroken"))
-        started = time.monotonic()
-        result = run_child(optimize_args(skills, "--workspace", str(workspace)), env)
-        assert result.returncode == 0, result.stderr[-3000:]
-        reference = outcome(skills, workspace)
-        assert any(r["status"] == "keep" for rows in reference["rows"].values() for r in rows), "the batch must keep edits"
-        store.write_bytes(pickle.dumps((reference, time.monotonic() - started)))
-        return reference, time.monotonic() - started
 
 
 @pytest.mark.parametrize("kill_at", ["GitRatchet.keep:return:1:", "GitRatchet.keep:return:4:",
@@ -204,17 +136,14 @@ def test_a_kill_around_the_held_out_gate_still_rolls_back_an_overfitted_keep(tmp
     """Held-out Step B after a resume: the kept edit it rejects is read back from git, not from the killed process;
     killed between its rollback commit and its row, or after the row and before its one more round, the resumed run
     completes the row and goes on from there."""
-    from tests.flows.test_optimize_online import GateResponder
     from tests.support.openai_server import ScriptedOpenAI
+    from tests.support.scripted_runs import GateResponder
 
     _, _, env = unbroken
     ends = []
     for kill_at in (None, killed_at):
         skills = tmp_path / f"{'killed' if kill_at else 'unbroken'}" / "skills"
-        shutil.copytree(REPO_ROOT / "skills" / "pr-review", skills / "pr-review")
-        repo = git.Repo.init(skills)
-        repo.git.add(A=True)
-        repo.git.commit("-m", "skills", env=IDENTITY)
+        repo = commit_all(copy_examples(skills, "pr-review"))
         workspace = skills.parent / "luban-workspace"
         server = ScriptedOpenAI()
         server.responder = GateResponder(held_after=7)

@@ -78,6 +78,7 @@ def llama_cpp_python(log_dir: Path, threads: int = 2) -> Iterator[RealServer]:
     port = _free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(GGUF), "--model_alias", ALIAS,
                "--n_ctx", "8192", "--n_threads", str(threads), "--n_threads_batch", str(threads), "--cache", "true",
+               "--cache_size", str(256 << 20),  # its RAM prompt cache grew to 16 GB over a long run uncapped
                "--host", "127.0.0.1", "--port", str(port)]
     with _serving(command, port, log_dir / "llama-cpp-python.log") as server:
         yield server
@@ -131,3 +132,11 @@ def environment(server: RealServer, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LUBAN_", "OPENAI_"))}
     return env | {"OPENAI_BASE_URL": server.base_url, "LUBAN_JUDGE_MODEL": ALIAS, "LUBAN_TARGET_MODEL": ALIAS,
                   "LUBAN_EDITOR_MODEL": ALIAS} | extra
+
+
+# Reply caps a user may set (LUBAN_<ROLE>_REPLY_TOKENS), lower than the defaults so a whole evaluation fits the
+# suite's time: SmolLM2 answers at ~40 tokens/s on 2 cores and rambles to whatever cap it is given. The protocol
+# under test is the same at any cap (a reply cut at its cap is unscored with its raw text kept); the defaults are
+# measured by benchmarks/real_model.py and checked by `luban doctor`.
+SUITE_CAPS = {"LUBAN_JUDGE_REPLY_TOKENS": "320", "LUBAN_GRADER_REPLY_TOKENS": "160", "LUBAN_TARGET_REPLY_TOKENS": "192",
+              "LUBAN_EDITOR_REPLY_TOKENS": "320", "LUBAN_DESIGNER_REPLY_TOKENS": "384"}

@@ -9,7 +9,9 @@ import git
 import pytest
 
 from tests.conftest import write_skill
-from workspace.git_ratchet import DirtySkillError, GitRatchet, GitStateError, init_repository
+from tests.support.repos import commit_all
+from workspace.git_ratchet import GitRatchet
+from workspace.git_repository import DirtySkillError, GitStateError, init_repository
 from workspace.layout import Workspace
 
 NOW = datetime(2026, 12, 2, 15, 4)
@@ -20,9 +22,7 @@ def make_repo(tmp_path: Path, skills=("alpha", "beta")) -> tuple[git.Repo, Works
     for name in skills:
         write_skill(root / "skills", name, f"# {name}\n\noriginal\n", {"references/r.md": "r\n"})
     (root / "notes.txt").write_text("unrelated\n")
-    repo = git.Repo.init(root, initial_branch="main")
-    repo.git.add(A=True)
-    repo.index.commit("initial")
+    repo = commit_all(root, "initial")
     return repo, Workspace.open(root / "skills", "full")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from flows.optimize import optimize_skills
-from tests.flows.test_optimize_online import GateResponder, run_online
+from tests.support.scripted_runs import GateResponder, run_online
 from workspace.results_tsv import ResultRow, ResultsFile
 
 pytestmark = pytest.mark.usefixtures("prefect_api")

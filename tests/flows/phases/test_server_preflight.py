@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.flows.test_cli_refusals import assert_refused, left_behind, skills_repo
+from tests.support.cli_runs import assert_refused, left_behind, skills_repo
 from tests.support.openai_server import Scripted, ScriptedOpenAI, reply
 
 LUBAN = [sys.executable, "-m", "flows.cli"]

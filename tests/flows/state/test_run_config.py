@@ -54,16 +54,17 @@ def test_a_resumed_or_re_executed_run_keeps_the_verdict_it_started_with(tmp_path
     from types import SimpleNamespace
 
     from flows.phases.init import recorded_verdict, verdict_models
+    from judges.backend import BackendKind
     from workspace import run_marker
 
-    online = SimpleNamespace(name="openai", settings=SimpleNamespace(target_model="target-m", judge_model="judge-a"))
+    online = SimpleNamespace(kind=BackendKind.OPENAI, settings=SimpleNamespace(target_model="target-m", judge_model="judge-a"))
     lite = ConsumerVerdict(3.0, Response.LITE)
     run_marker.save(tmp_path, "killed-run", mode="full", state="running", consumer=lite.record(verdict_models(online)))
     assert recorded_verdict(tmp_path, None, True, online) == lite  # --resume: the newest full run's verdict
     assert recorded_verdict(tmp_path, None, False, online) is None  # a fresh run measures again
     own = run_marker.load(tmp_path, "killed-run")
     assert recorded_verdict(tmp_path, own, False, online) == lite  # a suspended run executed again: its own marker
-    other = SimpleNamespace(name="openai", settings=SimpleNamespace(target_model="target-2", judge_model="judge-a"))
+    other = SimpleNamespace(kind=BackendKind.OPENAI, settings=SimpleNamespace(target_model="target-2", judge_model="judge-a"))
     assert recorded_verdict(tmp_path, None, True, other) is None  # measured with another target model: measure again
 
 

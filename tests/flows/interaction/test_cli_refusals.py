@@ -7,15 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import git
 import pytest
 import typer
 from typer.core import TyperOption
 from typer.testing import CliRunner
 
 from flows.cli import app
-from flows.phases.init import appended, prompts_summary
+from flows.phases.prompts import appended, prompts_summary
 from tests.conftest import REPO_ROOT, write_skill
+from tests.support.cli_runs import assert_refused, left_behind, skills_repo
 from workspace.test_prompts import TestPrompt
 
 LUBAN = [sys.executable, "-m", "flows.cli"]
@@ -27,31 +27,6 @@ def luban(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env["PYTHONPATH"] = str(REPO_ROOT)
     env["PREFECT_HOME"] = str(cwd / "prefect-home")
     return subprocess.run([*LUBAN, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False)
-
-
-def assert_refused(result: subprocess.CompletedProcess, *needles: str) -> None:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    lines = result.stderr.strip().splitlines()
-    assert lines and lines[0].startswith("luban "), result.stderr
-    assert "Traceback" not in result.stderr and "prefect" not in result.stderr.lower(), result.stderr
-    for needle in needles:
-        assert needle in result.stderr, result.stderr
-
-
-def left_behind(root: Path) -> list[str]:
-    """Anything a refused run wrote: a workspace, a lock file, a Prefect home."""
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.name in ("luban-workspace", "luban.lock", "prefect-home"))
-
-
-def skills_repo(root: Path, dirty: bool = False) -> git.Repo:
-    write_skill(root / "skills", "alpha", "---\nname: alpha\ndescription: Does alpha things. Use when asked.\n---\n# Alpha\n")
-    repo = git.Repo.init(root, initial_branch="main")
-    repo.git.add(A=True)
-    repo.index.commit("skills")
-    if dirty:
-        (root / "skills" / "alpha" / "SKILL.md").write_text("changed\n")
-    return repo
 
 
 def test_a_missing_skills_dir_is_refused_before_prefect_starts_and_leaves_nothing(tmp_path: Path):
@@ -154,4 +129,3 @@ def test_the_test_prompts_checkpoint_shows_the_prompts_not_a_count():
     shown = prompts_summary("pr-review", prompts)
     assert "Review PR #12 for the release" in shown and "[held out] Review an empty diff" in shown
     assert "expected: says nothing to review" in shown
-

@@ -12,11 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import git
 import yaml
 
 from tests.conftest import REPO_ROOT, write_skill
-from tests.flows.test_score_cli import GOOD
+from tests.support.repos import commit_all
+from tests.support.skill_texts import GOOD
 
 ACTION = yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))
 
@@ -70,10 +70,7 @@ def test_the_action_gates_a_pull_request_writes_sarif_and_the_summary_and_asks_f
     repo = tmp_path / "repo"
     write_skill(repo / "skills", "good-skill", GOOD.format(name="good-skill"), {"references/guide.md": "# Guide\n"})
     write_skill(repo / "skills", "conflicted", GOOD.format(name="conflicted"), {"references/guide.md": "x"})
-    r = git.Repo.init(repo, initial_branch="main")
-    r.git.add(A=True)
-    r.git.commit("-m", "base", env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                                    "GIT_COMMITTER_EMAIL": "t@t"})
+    commit_all(repo, "base")
     conflicted = repo / "skills" / "conflicted" / "SKILL.md"
     conflicted.write_text(conflicted.read_text() + "<<<<<<< HEAD\n")  # the pull request's change
 

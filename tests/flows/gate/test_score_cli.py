@@ -12,27 +12,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tests.conftest import REPO_ROOT, write_skill
-
-GOOD = """---
-name: {name}
-description: Formats SQL queries to the team style. Use when the user says "format this SQL".
----
-# {name}
-
-## Overview
-
-## Workflow
-
-## Rules
-
-1. Do not guess.
-2. Never skip tests.
-3. Avoid globals.
-
-🛑 STOP before running the migration.
-
-See [guide](references/guide.md).
-"""
+from tests.support.skill_texts import GOOD
 
 
 def run(*args: str) -> tuple[int, str]:

@@ -12,15 +12,14 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.flows.prefect_server import BIN, api, cli, stop
-from tests.flows.test_scale_out_docs import postgres_bin
 from tests.reliability.crash import child_env, optimize_args, run_child
-from tests.reliability.test_resume_equivalence import examples_repository, explain, make_batch, outcome, serial_reference
+from tests.support.batches import examples_repository, explain, make_batch, outcome, postgres_bin, serial_reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 POOL = "luban"  # prefect.yaml's pool, on this test's own server
 # The suite's server is on SQLite, which serialises writers: with several workers' processes writing and the suite's
 # load besides, it answered 503 to a budget increment for the whole minute Prefect's client retries. The README asks
-# PostgreSQL for this (tests/flows/test_scale_out_docs.py runs on it); here, writers wait longer for the lock, and
+# PostgreSQL for this (tests/flows/scale/test_scale_out_docs.py runs on it); here, writers wait longer for the lock, and
 # events and task-run records no assertion reads are not written.
 SERVER_ENV = {"PREFECT_SERVER_DATABASE_TIMEOUT": "60", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "false",
               "PREFECT_SERVER_SERVICES_TASK_RUN_RECORDER_ENABLED": "false"}

@@ -25,20 +25,12 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.flows.prefect_server import BIN, api, free_port, stop, wait_for
 from tests.reliability.crash import child_env
-from tests.reliability.test_resume_equivalence import explain, make_batch, outcome, serial_reference
+from tests.support.batches import explain, make_batch, outcome, postgres_bin, serial_reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 NOBODY = 65534
 BACKGROUND = ("prefect server start", "prefect worker start")  # the commands that run in the foreground for good
 WORKERS = 2  # the worker block runs on two "machines"
-
-
-def postgres_bin() -> Path | None:
-    found = shutil.which("initdb")
-    if found:
-        return Path(found).resolve().parent
-    installed = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    return installed[-1].parent if installed else None
 
 
 @pytest.fixture

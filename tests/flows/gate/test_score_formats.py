@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tests.conftest import REPO_ROOT, write_skill
-from tests.flows.test_score_cli import GOOD
+from tests.support.skill_texts import GOOD
 
 JUNIT_XSD = REPO_ROOT / ".venv" / "share" / "luban-test-schemas" / "junit-10.xsd"
 WHEN_ONLY = """---

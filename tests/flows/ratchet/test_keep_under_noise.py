@@ -79,7 +79,7 @@ def test_an_inconclusive_edit_is_reverted_and_the_skill_goes_on(example_skills: 
 
 
 def test_a_person_present_is_asked_when_the_judges_disagree_and_a_no_reverts(example_skills: Path, monkeypatch):
-    from tests.flows.test_checkpoints import answer_checkpoints
+    from tests.support.scripted_runs import answer_checkpoints
 
     judges = NoisyJudges(sigma=0.0)
     judges.judge_scores = []

@@ -9,55 +9,13 @@ import pytest
 
 from flows.optimize import optimize_skills
 from flows.ratchet.measure import HELD_OUT_SAMPLES
-from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, reply
+from tests.support.openai_server import ScriptedOpenAI, reply
 from tests.support.scripted_llm import LubanResponder, kind_of, messages_json, same_skill, skill_in
+from tests.support.scripted_runs import HELD_OUT, STOP_LINE, GateResponder, run_online
 from workspace import meta_learnings, profile, rejected_edits
 from workspace.results_tsv import ResultsFile
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
-
-STOP_LINE = "🛑 STOP: confirm before merging."
-HELD_OUT = "look over branch fix-login"
-
-
-class GateResponder(LubanResponder):
-    """The with-skill answer says whether the STOP edit is in the skill; the grader scores held-out on that."""
-
-    def __init__(self, held_after: float, main_after: float = 8, judge_after: int | None = None):
-        super().__init__()
-        self.held_after, self.main_after, self.judge_after = held_after, main_after, judge_after
-
-    def _with_skill(self, request):
-        edited = STOP_LINE in request.body["messages"][0]["content"]
-        return Scripted(body=completion("with-skill answer" + (" [edited]" if edited else ""), 900, 60))
-
-    def _grade(self, request):
-        user = request.body["messages"][1]["content"]
-        edited = "[edited]" in user
-        accuracy = (self.held_after if HELD_OUT in user else self.main_after) if edited else 8
-        return reply({"accuracy": accuracy, "baseline_accuracy": 6, "safety": 10, "compliance": 9,
-                      "safety_red_line": False, "rationale": "scripted"})
-
-    def _judge(self, request):
-        if self.judge_after is not None and STOP_LINE in request.body["messages"][1]["content"]:
-            self.judge_scores = [{"dim2": self.judge_after, "dim3": self.judge_after, "dim5": self.judge_after, "dim6": self.judge_after}]
-        else:
-            self.judge_scores = [{"dim2": 7, "dim3": 6, "dim5": 7, "dim6": 8}]
-        return super()._judge(request)
-
-
-def run_online(example_skills: Path, monkeypatch, responder: LubanResponder, **kwargs):
-    server = ScriptedOpenAI()
-    server.responder = responder
-    with server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0001")
-        kwargs.setdefault("skills", ["pr-review"])
-        kwargs.setdefault("approval", "auto")
-        kwargs.setdefault("llm", {"judge_model": "judge-a", "target_model": "target-m", "editor_model": "editor-e",
-                                  "max_retries": 0})
-        result = optimize_skills(skills_dir=str(example_skills), mode="full", init_git=True, **kwargs)
-    return result, server
 
 
 def history(example_skills: Path):
@@ -262,7 +220,7 @@ def test_phase_2_5_rewrite_waits_for_consent_and_is_declined_in_batch(example_sk
 
 
 def test_phase_2_5_rewrite_with_consent_is_kept_only_because_it_beats_the_best(example_skills: Path, monkeypatch):
-    from tests.flows.test_checkpoints import answer_checkpoints
+    from tests.support.scripted_runs import answer_checkpoints
 
     server = ScriptedOpenAI()
     server.responder = NoGain(held_after=8)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tests.conftest import write_skill
+from tests.support.repos import commit_all
 
 BASE_TEXT = """---
 name: {name}
@@ -37,10 +38,7 @@ def repo(tmp_path: Path, monkeypatch) -> Path:
     for name in ("improves", "regresses", "untouched", "deleted"):
         write_skill(skills, name, BASE_TEXT.format(name=name))
     (root / "README.md").write_text("x\n")
-    r = git.Repo.init(root, initial_branch="main")
-    r.git.add(A=True)
-    r.index.commit("base")
-    r.create_tag("base")
+    commit_all(root, "base").create_tag("base")
     monkeypatch.chdir(root)
     return root
 

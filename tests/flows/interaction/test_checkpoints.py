@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from uuid import UUID
 
@@ -11,39 +10,10 @@ import pytest
 
 from flows.optimize import optimize_skills
 from flows.serving import NotPaused, approve, pending
+from tests.conftest import REPO_ROOT
+from tests.support.scripted_runs import answer_checkpoints, run_in_thread
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
-
-
-def run_in_thread(**kwargs) -> tuple[threading.Thread, dict]:
-    box: dict = {}
-
-    def target():
-        try:
-            box["result"] = optimize_skills(**kwargs)
-        except BaseException as err:  # noqa: BLE001 - the test reads it
-            box["error"] = err
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    return thread, box
-
-
-def answer_checkpoints(thread: threading.Thread, decide, deadline: float = 240, flows: dict | None = None) -> list[str]:
-    """Answer every checkpoint the run pauses at, until it finishes; returns the checkpoints seen
-    (and fills ``flows``, when given, with the name of the flow each one paused)."""
-    seen: list[tuple[str, str]] = []  # (checkpoint, run id): one subflow run can pause more than once
-    end = time.monotonic() + deadline
-    while thread.is_alive() and time.monotonic() < end:
-        for run in pending():
-            if (run.checkpoint, run.id) not in seen:
-                seen.append((run.checkpoint, run.id))
-                if flows is not None:
-                    flows[run.checkpoint] = run.flow
-                approve(run.id, **decide(run.checkpoint))
-        time.sleep(0.3)
-    thread.join(5)
-    return [name for name, _ in seen]
 
 
 def test_paused_run_is_resumed_with_input_from_code(example_skills: Path):
@@ -75,7 +45,7 @@ def test_a_checkpoint_nobody_answers_ends_recorded_and_resumable(example_skills:
     assert "no answer at the test-prompts checkpoint" in result["stopped"] and "--resume" in result["stopped"]
     assert "run stopped early" in Path(result["report"]).read_text()
     assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == (
-        Path(__file__).parents[2] / "skills" / "pr-review" / "SKILL.md"
+        REPO_ROOT / "skills" / "pr-review" / "SKILL.md"
     ).read_bytes()
 
 

@@ -1,0 +1,117 @@
+"""`luban history`, `luban report` and `luban unfreeze`: the records a run left, read (or a freeze lifted) without a run.
+
+Each command imports what it needs when it runs: ``flows/cli.py`` imports this module at start-up.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+import typer
+
+from flows.interaction.command_line import mode_option, skills_dir_option, workspace_option
+from flows.interaction.terminal import usage_error as _usage_error
+
+
+def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
+    """The workspace ``optimize`` wrote for these options, in the mode asked (auto: the newest records' mode)."""
+    from pathlib import Path
+
+    from workspace.layout import Mode, Workspace, default_root, find_workspace, newest_mode
+
+    if mode not in ("quick", "full", "auto"):
+        _usage_error(f"--mode must be quick, full or auto, not {mode!r}", command)
+    root = Path(workspace) if workspace else find_workspace(Path(skills_dir))
+    if root is None:
+        _usage_error(f"no Luban workspace for --skills-dir {skills_dir} ({default_root(Path(skills_dir))} "
+                     "does not exist); give the --skills-dir you optimized, or --workspace, or run 'luban optimize' first",
+                     command)
+    assert root is not None  # _usage_error exits
+    chosen = newest_mode(root) if mode == "auto" else mode
+    return Workspace.open(Path(skills_dir), Mode(chosen or "full"), root)
+
+
+def history(
+    skill: str = typer.Argument(..., help="The skill's directory name."),
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: str | None = workspace_option(),
+) -> None:
+    """Show a skill's results.tsv, newest first."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from workspace.results_tsv import ResultsFile
+
+    ws = _workspace(skills_dir, mode, workspace, "history")
+    path = ws.results_tsv(skill)
+    if not path.exists():
+        typer.echo(f"luban history: no {ws.mode}-mode records for '{skill}' ({path} does not exist)", err=True)
+        raise typer.Exit(2)
+    results = ResultsFile(path)
+    repair = results.ensure()
+    if repair:
+        typer.echo(repair.message(path), err=True)
+    frame = results.frame().iloc[::-1]
+    table = Table(title=f"{skill} — {ws.mode} mode, newest first", title_justify="left")
+    columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "stop", "samples", "bound",
+               "llm_calls", "eval_mode", "note"]
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for _, row in frame.iterrows():
+        table.add_row(*["" if str(row[c]) == "nan" else str(row[c]) for c in columns])
+    Console().print(table)
+
+
+def report(
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: str | None = workspace_option(),
+) -> None:
+    """Rebuild the last run's report from the records alone (Markdown and a PNG chart)."""
+    from datetime import datetime
+
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    from scoring.governance.report import RunFacts, chart_png, render
+    from workspace import run_marker
+    from workspace.governance_records import mode_history, write_report
+
+    ws = _workspace(skills_dir, mode, workspace, "report")
+    frame = mode_history(ws)
+    if frame.empty:
+        typer.echo(f"luban report: no {ws.mode}-mode records under {ws.mode_dir}; run 'luban optimize' first", err=True)
+        raise typer.Exit(2)
+    recorded = run_marker.latest_report_facts(ws.root, ws.mode) or {}  # what Phase 5 of the newest run saw
+    listed = {k: tuple(recorded.get(k, ())) for k in ("alerts", "notices", "totals", "fallbacks")}
+    facts = RunFacts(**{**recorded, "mode": ws.mode, **listed}) if recorded else RunFacts(mode=ws.mode, backups=str(ws.backups()))
+    markdown = render(frame, facts)
+    md, png = write_report(ws, markdown, chart_png(frame), datetime.now(UTC).strftime("%Y%m%d-%H%M%S"))
+    Console().print(Markdown(markdown))
+    typer.echo(f"report: {md}\nchart:  {png}")
+
+
+def unfreeze(
+    skill: str = typer.Argument(..., help="The skill's directory name."),
+    skills_dir: str = skills_dir_option(),
+    workspace: str | None = workspace_option(),
+) -> None:
+    """Lift a freeze or read-only protection a person has checked (the only way out of a permanent one)."""
+    from workspace import profile as profile_store
+    from workspace.file_ratchet import clear_readonly
+
+    cleared = []
+    for mode in ("quick", "full"):
+        ws = _workspace(skills_dir, mode, workspace, "unfreeze")
+        if clear_readonly(ws, skill):
+            cleared.append(f"read-only protection ({mode})")
+    ws = _workspace(skills_dir, "full", workspace, "unfreeze")
+    if skill in profile_store.load(ws.profile).frozen:
+        profile_store.update(ws.profile, lambda p: _forget(p.frozen, skill))
+        cleared.append("freeze")
+    typer.echo(f"{skill}: lifted {', '.join(cleared)}" if cleared else f"{skill}: was neither frozen nor read-only")
+
+
+def _forget(mapping: dict, key: str) -> None:
+    mapping.pop(key, None)

@@ -1,0 +1,84 @@
+"""Phase 1: every skill's baseline (or, on --resume, its recorded one), the ROI precheck, and the score card."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from flows.ratchet import records
+from flows.ratchet.rebuild import Progress, rebuild_skill, recorded_progress
+from flows.scale.threads import side_by_side
+from flows.state.config import GO_ON, PhaseEnd, RunStop, StopKind
+from flows.state.run import Run
+from scoring.governance.roi import earlier_runs, roi_precheck
+from workspace.manifest import save_round_backup
+from workspace.results_tsv import ResultsFile, Status, Stop
+
+
+def baseline(run: Run) -> PhaseEnd:
+    """Phase 1: score every skill (or, on --resume, take its recorded baseline), ROI precheck, score card, 🔴."""
+
+    def one(skill: str) -> None:
+        progress = recorded_progress(run, skill) if run.options.resume else None
+        if progress is not None:
+            _resume_skill(run, skill, progress)
+            return
+        if run.options.resume:
+            run.notices.append(f"{skill}: nothing recorded to resume; it gets a fresh baseline")
+        _baseline_skill(run, skill)
+
+    order = list(run.skills)
+    side_by_side(run, order, one)  # with --parallel, several skills at once (flows/scale/fan_out.py)
+    run.baselines = {s: run.baselines[s] for s in order if s in run.baselines}  # the card's order, however they finished
+    run.skills = [s for s in order if s in run.skills]
+    return _score_card_checkpoint(run)
+
+
+def _resume_skill(run: Run, skill: str, progress: Progress) -> None:
+    """--resume: keep the recorded baseline; measure the current (kept) version afresh as the incumbent."""
+    rebuild_skill(run, skill, progress)
+    run.notices.append(f"{skill}: resumed after round {progress[1]} (baseline {progress[0]}, now {run.incumbent_total(skill)})")
+
+
+def _baseline_skill(run: Run, skill: str) -> None:
+    from flows.ratchet import measure
+
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    calls = measure.CallCounter(run)
+    card = measure.baseline(run, skill, text)
+    held = measure.held_out(run, skill, text) if run.mode == "full" else ()
+    run.baselines[skill] = run.best[skill] = card
+    records.record_row(run, skill, 0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
+                     text="baseline", held_out=sum(held) / len(held) if held else None)
+    save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
+    lowest = min(d.score for d in card.score.dims if d.score is not None)
+    total = run.incumbent_total(skill)
+    deltas, days = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
+    roi = roi_precheck(total, lowest, deltas, days)
+    run.notices.append(f"{skill}: {roi.estimate}")
+    if roi.decision == "recommend_skip":
+        answer = run.ask(f"roi-{skill}", f"{skill}: {roi.reason}; {roi.estimate}. Optimize it anyway?", default_approve=False)
+        if not answer.approved:
+            roi = replace(roi, decision="skip", reason=f"{roi.reason} (skipped: {answer.answered_by})")
+    if roi.decision == "skip":
+        run.skills.remove(skill)
+        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.ROI, text=roi.reason)
+    elif card.review_blocking:  # an open P0 (or three P1) blocks the next phase for this skill
+        run.skills.remove(skill)
+        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.REVIEW_BLOCKED,
+                         text="the review gate has open findings that block optimization; fix them first")
+
+
+def _score_card_checkpoint(run: Run) -> PhaseEnd:
+    """The score card as an artifact, then 🔴 'baseline' (asked again on --resume: the answer may have been no)."""
+    from prefect.artifacts import create_markdown_artifact
+
+    rows = [f"| {s} | {run.incumbent_total(s)} | {c.score.deterministic_subtotal} | {c.eval_mode} |"
+            for s, c in run.baselines.items()]
+    card_md = "| skill | total | deterministic | eval_mode |\n|---|---:|---:|---|\n" + "\n".join(rows)
+    create_markdown_artifact(card_md, key="baseline-score-card", description="Phase 1 baseline")
+    answer = run.ask("baseline", card_md)
+    if answer.approved:
+        return GO_ON
+    if answer.timed_out:
+        return PhaseEnd(RunStop(StopKind.NO_ANSWER, "stopped at the baseline checkpoint (no answer: resumable)"))
+    return PhaseEnd(RunStop(StopKind.DECLINED, f"stopped at the baseline checkpoint: {answer.comment}"))

@@ -1,0 +1,84 @@
+"""Phase 0.5: the test prompts each skill is measured on — reused, rewritten or appended to, and approved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flows.state.config import GO_ON, PhaseEnd, RunStop, StopKind
+from flows.state.run import Run
+from workspace import test_prompts
+
+
+def design_prompts(run: Run) -> PhaseEnd:
+    """Phase 0.5: reuse test-prompts.json (ask: reuse / rewrite / append), or design them; confirm."""
+
+    for skill in run.skills:
+        path = run.workspace.test_prompts(skill)
+        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+        prompts = None
+        if path.exists() and run.options.resume:  # the baseline's held-out score was measured on these prompts
+            prompts = _load_prompts(run, path)
+        elif path.exists():
+            answer = run.ask(f"test-prompts-{skill}", f"{path} exists",
+                             choices=("reuse", "rewrite", "append"), default_choice="reuse")
+            existing = _load_prompts(run, path) or []
+            if answer.choice == "reuse" and existing:
+                prompts = existing
+            elif answer.choice == "append" and existing:
+                prompts = appended(existing, _designed(run, skill, text))
+        if prompts is None:
+            prompts = _designed(run, skill, text)
+        prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
+        if marked:
+            run.notices.append(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
+        test_prompts.save(path, prompts)
+        run.prompts[skill] = prompts
+    summary = "\n\n".join(prompts_summary(s, p) for s, p in run.prompts.items())
+    answer = run.ask("test-prompts", summary)
+    if answer.approved:
+        return GO_ON
+    if answer.timed_out:
+        return PhaseEnd(RunStop(StopKind.NO_ANSWER, "no answer at the test-prompts checkpoint: resumable with "
+                                                    "'luban optimize --resume'"))
+    return PhaseEnd(RunStop(StopKind.DECLINED, f"test prompts rejected: {answer.comment or 'edit test-prompts.json and run again'}"))
+
+
+def _designed(run: Run, skill: str, text: str) -> list:
+    """The designer's prompts; when it fell back to the offline design, the run says so and counts it."""
+    from flows.ratchet import tasks
+    from judges import fallbacks
+
+    prompts, how = tasks.design_prompts(run.backend, text, skill)
+    taken = fallbacks.design(how)
+    if taken:
+        run.ledger.note_fallbacks(skill, taken)
+        run.notices.append(f"{skill}: test prompts designed offline ({how})")
+    return prompts
+
+
+def _load_prompts(run: Run, path: Path):
+    try:
+        return test_prompts.load(path)
+    except test_prompts.TestPromptsError as err:
+        run.notices.append(f"{err}; designing new prompts")
+        return None
+
+
+def appended(existing: list, designed: list) -> list:
+    """``existing`` and then ``designed``, renumbered after the largest numeric id (a person's ids may be words)."""
+    next_id = max((int(p.id) for p in existing if str(p.id).isdigit()), default=0) + 1
+    return existing + [p.model_copy(update={"id": next_id + i, "held_out": False}) for i, p in enumerate(designed)]
+
+
+def prompts_summary(skill: str, prompts: list) -> str:
+    """What a person approves at the test-prompts checkpoint: every prompt, not a count."""
+    lines = [f"{skill}: {len(prompts)} prompts ({sum(p.held_out for p in prompts)} held out)"]
+    for p in prompts:
+        held = " [held out]" if p.held_out else ""
+        lines.append(f"  {p.id}. ({p.type}){held} {_one_line(p.prompt)}\n     expected: {_one_line(p.expected)}")
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

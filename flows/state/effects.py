@@ -1,0 +1,64 @@
+"""What a run does beyond its skill files, behind one object every phase is given: results rows, the design's events,
+a person asked at a checkpoint, and warnings for the log.
+
+The flows give ``flows.ratchet.effects.PrefectEffects`` (rows through a retried Prefect task, events Automations
+match, checkpoints in the Prefect UI or the terminal). ``DirectEffects`` does the same with no Prefect server: rows
+appended directly, events and warnings kept in lists, each checkpoint answered by a function (by default the safe
+answer approval=auto gives) — so the ratchet's decisions and their effects run, and are tested, on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from flows.interaction.checkpoints import AnsweredBy, Approval, Decision
+from flows.interaction.events import EVENTS
+from workspace.results_tsv import Repair, ResultRow, ResultsFile
+
+
+class Effects(Protocol):
+    def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
+        """Append one results.tsv row (one atomic write); the repair made to the file first, if any."""
+
+    def emit(self, event: str, skill: str, payload: dict[str, Any]) -> None:
+        """One of the design's L4 events (flows/interaction/events.py)."""
+
+    def ask(self, key: str, summary: str, approval: Approval, on_suspend: Callable[[str], None], **kwargs: Any) -> Decision:
+        """A 🔴 checkpoint under ``key`` (unique in the run); ``kwargs`` as ``flows.interaction.checkpoints.checkpoint``."""
+
+    def warn(self, message: str, *args: object) -> None:
+        """A warning for the run's log (%-style, as logging takes it)."""
+
+
+def safe_default(key: str, summary: str, kwargs: dict[str, Any]) -> Decision:
+    """The answer approval=auto gives: the checkpoint's safe default."""
+    return Decision(kwargs.get("default_approve", True), kwargs.get("default_choice", ""), "auto-approved (no Prefect)",
+                    AnsweredBy.AUTO)
+
+
+@dataclass
+class DirectEffects:
+    answer: Callable[[str, str, dict[str, Any]], Decision] = safe_default
+    events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+
+    def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
+        return ResultsFile(results_tsv).append(row)
+
+    def emit(self, event: str, skill: str, payload: dict[str, Any]) -> None:
+        if event not in EVENTS:
+            raise ValueError(f"unknown Luban event {event!r}")
+        self.events.append((event, skill, payload))
+
+    def ask(self, key: str, summary: str, approval: Approval, on_suspend: Callable[[str], None], **kwargs: Any) -> Decision:
+        self.asked.append(key)
+        return self.answer(key, summary, kwargs)
+
+    def warn(self, message: str, *args: object) -> None:
+        self.warnings.append(message % args if args else message)
+        logging.getLogger("luban").warning(message, *args)
