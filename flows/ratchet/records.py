@@ -6,11 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from flows.ratchet.trial import Trial
+from flows.state.run import Run
 from judges.backend import Evaluation
 from workspace.results_tsv import ResultRow, Status
 
 
-def record_row(run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
+def record_row(run: Run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
     """Build the row and write it through the run's effects. A ``Trial`` brings its decision's evidence: both texts'
     samples, the decision, the calls it cost and the stop it means."""
     row = build_row(run, skill, round_no, status, source, **fields)
@@ -18,7 +19,7 @@ def record_row(run, skill: str, round_no: int, status: Status, source: Trial | E
     return row
 
 
-def build_row(run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
+def build_row(run: Run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
     if isinstance(source, Trial):
         fields = {"measured": source.candidate, "before": source.incumbent, "decision": source.decision,
                   "calls": source.calls, "stop": source.stop, "diff": source.diff} | fields
@@ -26,7 +27,7 @@ def build_row(run, skill: str, round_no: int, status: Status, source: Trial | Ev
     return run.result_row(skill, round_no, status, source, **fields)
 
 
-def keep_and_record(run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None, **fields) -> ResultRow:
+def keep_and_record(run: Run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None, **fields) -> ResultRow:
     """Keep the edit in place and write its row, as one step a kill cannot split (``recorded_step``)."""
     from workspace.pending_keep import text_sha
 
@@ -35,7 +36,7 @@ def keep_and_record(run, skill: str, round_no: int, trial: Trial, edit: dict[str
                          kept_sha256=text_sha(run.workspace.skill_file(skill).read_bytes()))
 
 
-def recorded_step(run, skill: str, row: ResultRow, effect: Callable[[], object], kept_sha256: str = "",
+def recorded_step(run: Run, skill: str, row: ResultRow, effect: Callable[[], object], kept_sha256: str = "",
                   rejected_sha256: str = "") -> ResultRow:
     """A decision's effect and its row as one step a kill cannot split: the row is saved as pending with what proves
     the effect happened (the text kept, or the edit rejected), then the effect, then the row with the commit the
