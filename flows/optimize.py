@@ -32,7 +32,7 @@ from flows.server.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.server.lock import workspace_held
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.run import Optimized, Run, RunOptions
-from judges.llm import BudgetExhausted
+from judges.usage import BudgetExhausted
 from workspace import run_marker
 from workspace.git_repository import GitStateError
 from workspace.lock import WorkspaceLocked

@@ -26,7 +26,7 @@ from prefect import flow
 
 from flows.scale.child import SKILL_FLOW, check_same_models, hand_back_record, skill_run
 from flows.state.config import ConsumerVerdict
-from judges.llm import BudgetExhausted
+from judges.usage import BudgetExhausted
 from workspace.atomic import atomic_write
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from judges import fallbacks
-from judges.llm import LLMClient, Usage
+from judges.llm import LLMClient
 from judges.offline import heuristic_dim8, heuristic_structure, runtime_bound
 from judges.performance import (
     Measurement,
@@ -25,6 +25,7 @@ from judges.review import Review
 from judges.server import ServerFacts
 from judges.settings import Settings
 from judges.structure_judge import Panel, Verdict
+from judges.usage import Usage
 from scoring.document import decode, normalize_text, parse
 from scoring.edits import Edit
 from scoring.model import DimensionScore, SkillScore

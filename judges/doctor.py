@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from judges.llm import LLMClient, LLMError
+from judges.llm import LLMClient
 from judges.replies import last_json_object
 from judges.server import MODEL_SETTINGS, ServerFacts, probe, serves
 from judges.settings import ENV_NAMES, Role, Settings
+from judges.usage import LLMError
 
 EXAMPLE_SKILL = Path(__file__).with_name("doctor_example.md")
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from judges.backend import FULL_JUDGES, BackendKind, Evaluation, ProposalRequest, Resample, as_text
-from judges.llm import LLMClient, Usage
+from judges.llm import LLMClient
 from judges.performance import (
     full_measurement,
     held_out_score,
@@ -24,6 +24,7 @@ from judges.prompt_design import design_prompts
 from judges.review import needs_review, run_review
 from judges.settings import Settings
 from judges.structure_judge import Verdict, combine, judge_once
+from judges.usage import Usage
 from scoring.document import parse
 from scoring.edits import Edit
 from scoring.model import SkillScore

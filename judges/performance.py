@@ -17,11 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from statistics import mean
 
-from judges.llm import SKILL_MARKERS, BudgetExhausted, LLMClient, LLMError, call_markers
+from judges.llm import SKILL_MARKERS, LLMClient, call_markers
 from judges.replies import Unscored, last_json_object
 from judges.rubric_text import RATIONALE_CHARS
 from judges.settings import Role, Settings
 from judges.tokens import count_tokens
+from judges.usage import BudgetExhausted, LLMError
 from scoring.dim8 import SubScores, dim8_score
 from scoring.model import DimensionScore, unscored
 from workspace.baseline_cache import BaselineCache, CachedOutput

@@ -12,9 +12,10 @@ import re
 
 from pydantic import ValidationError
 
-from judges.llm import BudgetExhausted, LLMClient, LLMError, skill_messages
+from judges.llm import LLMClient, skill_messages
 from judges.replies import last_json_object
 from judges.settings import Role
+from judges.usage import BudgetExhausted, LLMError
 from scoring.document import SkillDocument
 from scoring.frontmatter_rules import quoted_phrases
 from workspace.test_prompts import TestPrompt

@@ -17,12 +17,14 @@ import secrets
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from judges.llm import SKILL_MARKERS, BudgetExhausted, LLMClient, LLMError, call_markers, skill_messages
+from judges.llm import SKILL_MARKERS, LLMClient, call_markers, skill_messages
 from judges.replies import last_json_object
 from judges.settings import Role
 from judges.structure_judge import quotable
 from judges.tokens import count_tokens
-from scoring.edit_guards import check_edit, inserted_units
+from judges.usage import BudgetExhausted, LLMError
+from scoring.boilerplate import inserted_units
+from scoring.edit_guards import check_edit
 from scoring.edits import Edit, EditRefused, apply_edit, check_budget
 from scoring.model import DIM_NAMES
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass, replace
 
 from rapidfuzz import fuzz
 
-from judges.llm import SKILL_MARKERS, BudgetExhausted, LLMClient, LLMError, call_markers
+from judges.llm import SKILL_MARKERS, LLMClient, call_markers
 from judges.replies import last_json_object
 from judges.rubric_text import REVIEW_ROLES, ROLE_FOCUS
 from judges.settings import Role
+from judges.usage import BudgetExhausted, LLMError
 from scoring.formula import dim10_score
 from scoring.model import DimensionScore, unscored
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from judges.llm import SKILL_MARKERS, BudgetExhausted, LLMClient, LLMError, call_markers
+from judges.llm import SKILL_MARKERS, LLMClient, call_markers
 from judges.replies import Unscored, fold, last_json_object, quote_in_text, substantive
 from judges.rubric_text import SAFETY_RED_LINE, STRUCTURE_DIMS, STRUCTURE_SCHEMA, STRUCTURE_SYSTEM
 from judges.settings import Role
+from judges.usage import BudgetExhausted, LLMError
 from scoring.model import DimensionScore, Reference, unscored
 
 DISAGREEMENT_GAP = 3

@@ -13,7 +13,7 @@ from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.ledger import text_id
 from flows.state.run import Optimized, Run, SkillOutcome
-from judges.llm import BudgetExhausted
+from judges.usage import BudgetExhausted
 from scoring.formula import round1
 from scoring.keep_decision import compare_means
 from scoring.notes import parse_note

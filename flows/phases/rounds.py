@@ -14,7 +14,7 @@ from flows.ratchet.trial import Outcome, try_edit
 from flows.scale.fan_out import fan_out
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.run import Optimized, Run, SkillOutcome
-from judges.llm import BudgetExhausted
+from judges.usage import BudgetExhausted
 from scoring.model import DIM_NAMES
 from workspace.atomic import atomic_write
 from workspace.manifest import save_round_backup

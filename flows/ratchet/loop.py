@@ -21,10 +21,11 @@ from flows.ratchet.trial import Outcome, Trial, try_edit
 from flows.state.config import Quality, RunStop, StopKind
 from flows.state.run import Run, SkillOutcome
 from judges.backend import Evaluation, ProposalRequest
-from judges.llm import BudgetExhausted
 from judges.proposer import Proposal, RefusalKind
+from judges.usage import BudgetExhausted
+from scoring.boilerplate import boilerplate, inserted_units
 from scoring.diagnosis import diagnose
-from scoring.edit_guards import adds_words, boilerplate, inserted_units
+from scoring.edit_guards import adds_words
 from scoring.edits import Edit
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason, edit_sha256

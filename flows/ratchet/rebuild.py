@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from flows.ratchet import measure
 from flows.state.run import Run
-from scoring.edit_guards import inserted_units
+from scoring.boilerplate import inserted_units
 from scoring.edits import Edit
 from workspace.git_ratchet import CommitKind, GitRatchet, LubanCommit
 from workspace.results_tsv import Status, Stop

@@ -15,7 +15,7 @@ from enum import StrEnum
 from flows.ratchet import measure
 from flows.state.run import Run
 from judges.backend import Evaluation
-from judges.llm import BudgetExhausted
+from judges.usage import BudgetExhausted
 from scoring.keep_decision import Decision, Measured, Verdict, decide, next_samples
 from workspace.rejected_edits import RejectReason
 from workspace.results_tsv import Stop

@@ -15,7 +15,7 @@ from flows.server.limits import BatchBudget, llm_gate
 from flows.state.config import ConsumerVerdict, RunConfig
 from flows.state.ledger import Ledger
 from flows.state.run import Run, RunOptions, SkillOutcome
-from judges.llm import BudgetExhausted
+from judges.usage import BudgetExhausted
 from scoring.samples import Measured
 
 SKILL_FLOW = "optimize-skill"

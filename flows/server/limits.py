@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 
-from judges.llm import BudgetExhausted, Usage
 from judges.settings import Settings
+from judges.usage import BudgetExhausted, Usage
 
 LLM_LIMIT = "luban-llm"  # what `luban setup-server` creates and LUBAN_LLM_LIMIT names
 LLM_RATE_LIMIT = "luban-llm-rate"

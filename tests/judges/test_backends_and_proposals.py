@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from judges.backend import OfflineBackend, ProposalRequest
-from judges.llm import BudgetExhausted
 from judges.online_backend import OnlineBackend
 from judges.proposer import RefusalKind, propose_checked
+from judges.usage import BudgetExhausted
 from scoring import score_skill
 from scoring.edits import check_budget
 from tests.conftest import REPO_ROOT
@@ -122,7 +122,8 @@ def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_gu
     """Offline, over real public skills: every edit proposed for any dimension is one of the mechanical fixes, passes
     the structural guards, and inserts no block (a mechanical fix removes or re-points; it writes nothing new)."""
     from judges.offline_strategies import MECHANICAL
-    from scoring.edit_guards import check_edit, inserted_units
+    from scoring.boilerplate import inserted_units
+    from scoring.edit_guards import check_edit
 
     proposed = 0
     for path in sorted(skill_collection.rglob("SKILL.md")):
@@ -144,7 +145,8 @@ def test_offline_proposals_on_the_corpus_are_mechanical_fixes_that_pass_every_gu
 def test_offline_proposals_on_generated_skills_fix_every_planted_defect_and_nothing_else(tmp_path: Path, seed: int):
     """Other seeds than the fixture's: each planted defect kind is proposed for, and every proposal is mechanical."""
     from judges.offline_strategies import MECHANICAL
-    from scoring.edit_guards import check_edit, inserted_units
+    from scoring.boilerplate import inserted_units
+    from scoring.edit_guards import check_edit
     from tests.support.generated_skills import write_generated
 
     strategies: set[str] = set()

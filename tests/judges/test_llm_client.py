@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from judges.llm import BudgetExhausted, LLMClient, LLMError
+from judges.llm import LLMClient
 from judges.settings import Role
+from judges.usage import BudgetExhausted, LLMError
 from tests.judges.conftest import TEST_KEY, make_settings
 from tests.support.openai_server import Scripted, ScriptedOpenAI, error, reply
 

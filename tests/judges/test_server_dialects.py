@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from judges.llm import LLMClient, LLMError
+from judges.llm import LLMClient
 from judges.replies import Unscored
 from judges.settings import Role
 from judges.structure_judge import judge_once
+from judges.usage import LLMError
 from tests.judges.conftest import make_settings
 from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, error, reply
 

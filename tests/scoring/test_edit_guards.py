@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.edit_guards import NEAR_DUPLICATE, adds_words, boilerplate, check_edit, inserted_units, span_between
+from scoring.boilerplate import NEAR_DUPLICATE, boilerplate, inserted_units
+from scoring.edit_guards import adds_words, check_edit, span_between
 from scoring.edits import Edit, apply_edit
 
 SKILL = """---
@@ -174,7 +175,7 @@ def test_a_checklist_pasted_into_many_skills_with_one_line_changed_is_boilerplat
 @pytest.fixture
 def corpus_lines(corpus_dir) -> list[tuple[str, dict[str, str]]]:
     """Each line of each corpus skill (normalized, UNIT_MIN characters or more), with every other skill's lines."""
-    from scoring.edit_guards import UNIT_MIN, normalized_line
+    from scoring.boilerplate import UNIT_MIN, normalized_line
 
     skills = {p.parent.name: [u for u in (normalized_line(line, p.parent.name) for line in
                                            p.read_text(encoding="utf-8", errors="replace").splitlines()) if len(u) >= UNIT_MIN]

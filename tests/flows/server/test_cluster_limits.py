@@ -11,8 +11,9 @@ from dataclasses import replace
 
 import pytest
 
-from judges.llm import BudgetExhausted, CallRecord, LLMClient
+from judges.llm import LLMClient
 from judges.settings import Role, Settings, resolve
+from judges.usage import BudgetExhausted, CallRecord
 from tests.support.openai_server import ScriptedOpenAI, reply
 
 pytestmark = pytest.mark.usefixtures("prefect_api")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from flows.state.inserted import InsertedBlocks
-from scoring.edit_guards import boilerplate
+from scoring.boilerplate import boilerplate
 
 
 def test_readers_never_see_the_mapping_change_under_them_while_skills_keep_side_by_side():
