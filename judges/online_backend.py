@@ -37,11 +37,11 @@ from workspace.test_prompts import TestPrompt
 
 class OnlineBackend:
     kind = BackendKind.OPENAI
+    exact = False  # judges at any temperature move on texts that say the same thing
 
     def __init__(self, settings: Settings, cache: BaselineCache, client: LLMClient | None = None):
         self.settings = settings
         self.cache = cache
-        self.exact = False  # judges at any temperature move on texts that say the same thing
         self.client = client or LLMClient(settings)
         self.usage: Usage | None = self.client.usage
 

@@ -45,7 +45,6 @@ class DirectEffects:
     answer: Callable[[str, str, dict[str, Any]], Decision] = safe_default
     events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    asked: list[str] = field(default_factory=list)
 
     def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
         return ResultsFile(results_tsv).append(row)
@@ -56,7 +55,6 @@ class DirectEffects:
         self.events.append((event, skill, payload))
 
     def ask(self, key: str, summary: str, approval: Approval, on_suspend: Callable[[str], None], **kwargs: Any) -> Decision:
-        self.asked.append(key)
         return self.answer(key, summary, kwargs)
 
     def warn(self, message: str, *args: object) -> None:
