@@ -39,13 +39,11 @@ METRICS = ("dry_run_ratio", "revert_rate", "delta_trend", "flat_ratio", "mode_co
 
 def k_for(points: int) -> float | None:
     """The threshold multiplier for a history of ``points`` values (None: too short to judge)."""
-    from scipy import stats
+    from scoring.samples import quantile
 
     if points < MIN_POINTS:
         return None
-    if points >= NORMAL_FROM:
-        return float(stats.norm.isf(ALPHA / CHECKS))
-    return float(stats.t.isf(ALPHA / CHECKS, points - 1))
+    return quantile(ALPHA / CHECKS, None if points >= NORMAL_FROM else points - 1)
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def _fixed(name: str, skill: str, value: float, fired: bool, threshold: float, m
 
 def check_alerts(metrics) -> list[Alert]:
     """All eight checks for each skill's latest run, against the runs before it."""
-    from scipy import stats
+    import numpy as np  # the least-squares slope; scipy.stats would add a second to every `luban` process's start
 
     alerts: list[Alert] = []
     for skill in sorted(set(metrics["skill"])):
@@ -163,7 +161,7 @@ def check_alerts(metrics) -> list[Alert]:
                                "upper", "proposals keep repeating rejected edits"))
         trend = [v for v in [*list(history["delta_mean"]), current["delta_mean"]] if v == v]
         if len(trend) >= MIN_POINTS:
-            slope = float(stats.linregress(range(len(trend)), trend).slope)
+            slope = float(np.polyfit(range(len(trend)), trend, 1)[0])
             alerts.append(Alert("delta_trend", skill, slope, -0.1, slope < -0.1, True,
                                 f"Δ-mean slope {slope:+.3f} per run (alert below −0.1): diminishing returns"))
         else:

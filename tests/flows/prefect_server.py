@@ -118,9 +118,8 @@ def start_batch(env: dict, skills_dir: Path, skill: str, approval_timeout: int =
     log = open(Path(env["PREFECT_HOME"]) / f"serve-{skill}.log", "w")  # noqa: SIM115 - `luban serve` writes to it while it runs
     serve = subprocess.Popen([str(BIN / "luban"), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
 
-    def deployed():
-        listing = cli(env, str(BIN / "prefect"), "deployment", "ls")
-        return "optimize-skills/batch" in listing.stdout and "evaluate-skills/evaluate" in listing.stdout
+    def deployed():  # through the REST API: a `prefect deployment ls` process per poll costs seconds of CPU
+        return {"batch", "evaluate"} <= {d["name"] for d in api(env, "/deployments/filter")}
 
     wait_for(deployed, 90, "luban serve to register the deployments")
     started = cli(env, str(BIN / "prefect"), "deployment", "run", "optimize-skills/batch",

@@ -20,14 +20,15 @@ def test_batch_deployment_runs_pauses_and_resumes(prefect_server: dict, example_
     try:
         answered: list[str] = []
 
-        def finished():
-            for line in cli(env, str(BIN / "luban"), "pending").stdout.splitlines():
-                if line and not line.startswith("no run"):
-                    run_id, checkpoint = line.split()[0], line.split("checkpoint=")[1].split()[0]
-                    if (run_id, checkpoint) not in answered:
-                        result = cli(env, str(BIN / "luban"), "approve", run_id, "--comment", "approved by the test")
-                        assert result.returncode == 0, result.stderr
-                        answered.append((run_id, checkpoint))
+        def finished():  # polled through the REST API; `luban pending` and `luban approve` once per checkpoint
+            for run_id, checkpoint, _ in paused_runs(env):
+                if (run_id, checkpoint) in answered:
+                    continue
+                listed = cli(env, str(BIN / "luban"), "pending").stdout
+                assert any(line.startswith(run_id) and f"checkpoint={checkpoint} " in line for line in listed.splitlines()), listed
+                result = cli(env, str(BIN / "luban"), "approve", run_id, "--comment", "approved by the test")
+                assert result.returncode == 0, result.stderr
+                answered.append((run_id, checkpoint))
             return batch_finished(env, example_skills)
 
         wait_for(finished, 240, "the batch run to finish after its checkpoints were answered")

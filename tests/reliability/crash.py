@@ -1,9 +1,9 @@
 """Kill a real `luban optimize` at a named step of the ratchet, then check what a crash may leave behind.
 
-The child runs the CLI under a profile hook that SIGKILLs its own process the
-n-th time a named function is entered or returns (optionally only when one of
-its arguments names a given file), so the kill lands exactly at the step under
-test: no test-only code inside Luban.
+The child runs the CLI with a hook (step_hook.py) that SIGKILLs its own process
+the n-th time a named function is entered or returns (optionally only when one
+of its arguments names a given file), so the kill lands exactly at the step
+under test: no test-only code inside Luban.
 """
 
 from __future__ import annotations
@@ -18,35 +18,11 @@ from tests.conftest import REPO_ROOT
 from workspace.atomic import TEMP_SUFFIX
 from workspace.results_tsv import ResultsFile
 
-KILL_HOOK = r'''
-import os, signal, sys, threading
-qualname, event, nth, needle = os.environ["LUBAN_KILL_AT"].split(":", 3)
-nth, seen = int(nth), [0]
-def _hook(frame, what, arg):
-    if what != event or frame.f_code.co_qualname != qualname:
-        return
-    if needle and not any(needle in str(v) for v in frame.f_locals.values()):
-        return
-    seen[0] += 1
-    if seen[0] == nth:
-        os.kill(os.getpid(), signal.SIGKILL)
-sys.setprofile(_hook)
-threading.setprofile(_hook)
-'''
-# Holds the child at a named step (qualname:event) until LUBAN_HOLD_FILE exists; says so with LUBAN_HOLD_FILE.held.
-HOLD_HOOK = r'''
-import os, sys, time
-_at, _gate = os.environ["LUBAN_HOLD_AT"].split(":"), os.environ["LUBAN_HOLD_FILE"]
-def _hold(frame, what, arg):
-    if what == _at[1] and frame.f_code.co_qualname == _at[0] and not os.path.exists(_gate):
-        open(_gate + ".held", "w").close()
-        while not os.path.exists(_gate):
-            time.sleep(0.1)
-sys.setprofile(_hold)
-'''
+# The child's first line: stops it at a named step (tests/reliability/step_hook.py says how, and why not a profiler).
+STEP_HOOK = "import tests.reliability.step_hook\n"
 RUN_CLI = "\nimport sys\nsys.argv = ['luban', *sys.argv[1:]]\nfrom flows.cli import app\napp()\n"
 
-# step → (qualified function name, profile event, n-th occurrence, a substring one argument must contain)
+# step → (qualified function name, event, n-th occurrence, a substring one argument must contain)
 STEPS = {
     "after-pre-edit-commit": ("GitRatchet.pre_edit", "return", 1, ""),
     "mid-edit": ("FileOps.replace", "call", 1, "SKILL.md"),  # the temp file is written, not yet renamed
@@ -78,7 +54,7 @@ def run_child(args: list[str], env: dict[str, str], kill_at: str | None = None, 
               keep_openai: bool = False, prelude: str = "") -> subprocess.CompletedProcess:
     """`luban ARGS` to the end (offline unless ``keep_openai``), optionally killed at a step."""
     extra = {"LUBAN_KILL_AT": kill_at} if kill_at else {}
-    child = start_child(args, child_env(env, keep_openai, **extra), (KILL_HOOK if kill_at else "") + prelude)
+    child = start_child(args, child_env(env, keep_openai, **extra), (STEP_HOOK if kill_at else "") + prelude)
     try:
         out, err = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -12,7 +12,7 @@ import git
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.reliability.crash import HOLD_HOOK, child_env, run_child, start_child
+from tests.reliability.crash import STEP_HOOK, child_env, run_child, start_child
 from tests.support.repos import GIT_IDENTITY, commit_all
 from workspace.results_tsv import ResultsFile
 
@@ -40,7 +40,7 @@ def test_a_second_run_on_the_same_workspace_refuses_and_names_the_holder(tmp_pat
     skills = copy_skills(tmp_path / "skills", "pr-review")
     gate = tmp_path / "release"  # the first run waits at its first pre-edit until this file exists
     first = start_child(quick(skills), child_env(env, LUBAN_HOLD_AT="FileRatchet.pre_edit:call", LUBAN_HOLD_FILE=str(gate)),
-                        HOLD_HOOK)
+                        STEP_HOOK)
     end = time.monotonic() + 120
     while not Path(f"{gate}.held").exists() and first.poll() is None and time.monotonic() < end:
         time.sleep(0.2)
@@ -64,7 +64,7 @@ def hold_first_run(tmp_path: Path, skills: Path, env) -> tuple:
     """A full run on ``skills`` (workspace ws-a) held at its first pre-edit commit until the gate file exists."""
     gate = tmp_path / "release"
     first = start_child(full(skills, tmp_path / "ws-a"),
-                        child_env(env, LUBAN_HOLD_AT="GitRatchet.pre_edit:call", LUBAN_HOLD_FILE=str(gate)), HOLD_HOOK)
+                        child_env(env, LUBAN_HOLD_AT="GitRatchet.pre_edit:call", LUBAN_HOLD_FILE=str(gate)), STEP_HOOK)
     end = time.monotonic() + 120
     while not Path(f"{gate}.held").exists() and first.poll() is None and time.monotonic() < end:
         time.sleep(0.2)

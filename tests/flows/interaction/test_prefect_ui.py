@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.flows.prefect_server import BIN, batch_finished, cli, start_batch, stop, wait_for
+from tests.flows.prefect_server import batch_finished, paused_runs, start_batch, stop, wait_for
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -33,10 +33,7 @@ def test_paused_run_is_approved_through_the_ui_form(prefect_server: dict, exampl
             page = browser.new_page(viewport={"width": 1400, "height": 900})
 
             def answer_in_the_ui() -> bool:
-                for line in cli(env, str(BIN / "luban"), "pending").stdout.splitlines():
-                    if "checkpoint=" not in line:
-                        continue
-                    run_id, checkpoint = line.split()[0], line.split("checkpoint=")[1].split()[0]
+                for run_id, checkpoint, _ in paused_runs(env):  # the REST API: a CLI process per poll costs seconds
                     if time.monotonic() - last_try.get((run_id, checkpoint), 0) < 10:
                         continue  # submitted moments ago: give the run time to leave the paused state
                     last_try[(run_id, checkpoint)] = time.monotonic()
