@@ -187,7 +187,7 @@ def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: st
         "mode": run.mode, "branch": run.branch(), "report": report_path, "stopped": stopped,
         "skills": {s: asdict(o) for s, o in optimized.outcomes.items()},
         "baselines": {s: e.score.total for s, e in run.baselines.items()},
-        "lessons": lessons, "notices": run.notices, "alerts": run.alerts,
+        "lessons": lessons, "notices": list(run.effects.notices()), "alerts": run.alerts,
         "fallbacks": run.fallbacks(), "server": run.backend.server_facts(),
         "usage": run.backend.usage.totals() if run.backend.usage else {},
     }

@@ -23,7 +23,7 @@ def baseline(run: Run) -> PhaseEnd:
             _resume_skill(run, skill, progress)
             return
         if run.options.resume:
-            run.notices.append(f"{skill}: nothing recorded to resume; it gets a fresh baseline")
+            run.effects.notice(f"{skill}: nothing recorded to resume; it gets a fresh baseline")
         _baseline_skill(run, skill)
 
     order = list(run.skills)
@@ -36,7 +36,7 @@ def baseline(run: Run) -> PhaseEnd:
 def _resume_skill(run: Run, skill: str, progress: Progress) -> None:
     """--resume: keep the recorded baseline; measure the current (kept) version afresh as the incumbent."""
     rebuild_skill(run, skill, progress)
-    run.notices.append(f"{skill}: resumed after round {progress[1]} (baseline {progress[0]}, now {run.incumbent_total(skill)})")
+    run.effects.notice(f"{skill}: resumed after round {progress[1]} (baseline {progress[0]}, now {run.incumbent_total(skill)})")
 
 
 def _baseline_skill(run: Run, skill: str) -> None:
@@ -54,7 +54,7 @@ def _baseline_skill(run: Run, skill: str) -> None:
     total = run.incumbent_total(skill)
     deltas, days = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
     roi = roi_precheck(total, lowest, deltas, days)
-    run.notices.append(f"{skill}: {roi.estimate}")
+    run.effects.notice(f"{skill}: {roi.estimate}")
     if roi.decision == "recommend_skip":
         answer = run.ask(f"roi-{skill}", f"{skill}: {roi.reason}; {roi.estimate}. Optimize it anyway?", default_approve=False)
         if not answer.approved:

@@ -11,7 +11,6 @@ from flows.ratchet.loop import freeze, optimize_skill, reject
 from flows.ratchet.rebuild import kept_edits
 from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd, RunStop, StopKind
-from flows.state.ledger import text_id
 from flows.state.run import Optimized, Run, SkillOutcome
 from judges.usage import BudgetExhausted
 from scoring.formula import round1
@@ -56,7 +55,7 @@ def _gate(run: Run, skill: str, outcome: SkillOutcome, graded: tuple[tuple[float
         graded or _graded(run, skill))
     held_delta = _decline(run, skill, base, now)
     if base and now:
-        run.notices.append(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
+        run.effects.notice(f"{skill}: held-out gate: {sum(base) / len(base):.2f} at baseline → {sum(now) / len(now):.2f} "
                            f"now ({len(base)} and {len(now)} graded call(s)): "
                            f"{'declined beyond noise' if held_delta is not None else 'no decline beyond noise'}")
     if held_delta is None:
@@ -89,7 +88,7 @@ def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
     that stopped had graded it (its row keeps only a rounded mean, and a gate read against a rounded value can
     see a decline the uninterrupted run would not); the recorded mean only when the saved version is gone."""
     saved = run.run_dir / skill / "baseline.md"
-    samples = run.ledger.held_out.get((skill, text_id(saved.read_text(encoding="utf-8"))), ()) if saved.exists() else ()
+    samples = run.ledger.held_out_of(skill, saved.read_text(encoding="utf-8")) if saved.exists() else ()
     if not samples and saved.exists() and skill in run.resumed:
         samples = measure.held_out(run, skill, saved.read_text(encoding="utf-8"))
     if samples:
@@ -104,7 +103,7 @@ def _decline(run: Run, skill: str, base: tuple[float, ...], now: tuple[float, ..
         return None
     delta, upper = compare_means(base, now, measure.held_out_noise(run))
     if upper is None:
-        run.notices.append(f"{skill}: held-out Δ {delta:+.2f} on too few graded calls to know their noise; not read as a decline")
+        run.effects.notice(f"{skill}: held-out Δ {delta:+.2f} on too few graded calls to know their noise; not read as a decline")
         return None
     if upper >= 0:
         return None
@@ -195,7 +194,7 @@ def _step_c(run: Run, skill: str, main_delta: float, held_delta: float, double: 
                      f"held-out {held_delta:+.1f}); rewrite it (Phase 2.5)?",
                      default_approve=False, timeout=min(300, run.options.approval_timeout))
     flag = "held_out_double_fail" if double else "held_out_fail"
-    run.notices.append(f"{skill}: {flag}; kept the current version (rewrite {'approved' if answer.approved else 'not approved'})")
+    run.effects.notice(f"{skill}: {flag}; kept the current version (rewrite {'approved' if answer.approved else 'not approved'})")
 
     def queue(meta: meta_learnings.MetaLearnings) -> None:
         meta.add("L1 待处理队列", now_iso()[:10], f"{skill}: {flag}", {"main_delta": f"{main_delta:+.1f}",
@@ -231,4 +230,4 @@ def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> No
     run.profile = profile_store.update(run.workspace.profile, change)
     run.effects.emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
                                          "previous_budget_percent": previous * 100, "scope": scope})
-    run.notices.append(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")
+    run.effects.notice(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")

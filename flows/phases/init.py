@@ -140,17 +140,17 @@ def _open_run(scope: _Scope, settings: Settings, flow_run_id: str | None) -> tup
 def _say_how_it_started(run: Run, scope: _Scope, undone: list[str]) -> None:
     """The run's first notices, and its marker: running, in which mode, with which consumer verdict."""
     config, options = run.config, run.options
-    run.notices += scope.reasons + [n for n in (config.consumer_notice(),) if n and not config.blocks]
+    run.effects.notice(*scope.reasons, *[n for n in (config.consumer_notice(),) if n and not config.blocks])
     if scope.marker:
-        run.notices.append(f"flow run {run.flow_run_id} executed again after its checkpoint "
+        run.effects.notice(f"flow run {run.flow_run_id} executed again after its checkpoint "
                            f"{scope.marker.get('checkpoint')} was answered: continuing from the records")
     if not options.evaluate_only:
         for stale in run_marker.close_abandoned(run.workspace.root, run.flow_run_id, run.started.isoformat()):
-            run.notices.append(f"run {stale} had stopped without finishing (killed, or its machine lost): marked stopped"
+            run.effects.notice(f"run {stale} had stopped without finishing (killed, or its machine lost): marked stopped"
                                + ("; this run continues its records" if options.resume else ""))
         run_marker.save(run.workspace.root, run.flow_run_id, mode=run.mode, state="running",
                         skills_dir=str(run.workspace.skills_dir), consumer=config.consumer.record(verdict_models(run.backend)))
-    run.notices += [f"{s}: an edit applied but never scored was rolled back (resume)" for s in undone]
+    run.effects.notice(*[f"{s}: an edit applied but never scored was rolled back (resume)" for s in undone])
 
 
 def _read_records(run: Run, scope: _Scope) -> None:
@@ -161,15 +161,15 @@ def _read_records(run: Run, scope: _Scope) -> None:
     for skill in scope.skills:
         repair = ResultsFile(workspace.results_tsv(skill)).ensure()
         if repair:
-            run.notices.append(repair.message(workspace.results_tsv(skill)))
+            run.effects.notice(repair.message(workspace.results_tsv(skill)))
         notice = check_readonly(workspace, skill)
         if notice:
-            run.notices.append(notice)
+            run.effects.notice(notice)
         run.buffers[skill] = _load_buffer(run, skill)
     if run.options.resume:  # after the buffers: a rejection's pending row is completed when its edit is in them
         resume.settle_interrupted_keeps(run, scope.skills)
     for skill, error in scope.unreadable.items():
-        run.notices.append(f"{skill}: not optimized: {error}")
+        run.effects.notice(f"{skill}: not optimized: {error}")
         run.record(skill, 0, Status.ERROR, None, stop=Stop.UNREADABLE, text=error)
     run.skills = [s for s in scope.skills if _allowed(run, s)]
     _alerts(run)
@@ -201,7 +201,7 @@ def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:
     if not path.exists():
         reverts = [r for r in ResultsFile(run.workspace.results_tsv(skill)).rows() if r.status == Status.REVERT]
         if reverts:
-            run.notices.append(f"{skill}: rejected_edits.md was missing; rebuilt it from {len(reverts)} revert row(s)")
+            run.effects.notice(f"{skill}: rejected_edits.md was missing; rebuilt it from {len(reverts)} revert row(s)")
             buffer = rejected_edits.rebuild_from_results(skill, run.started.isoformat(), reverts)
             rejected_edits.save(path, buffer)
             return buffer
@@ -211,13 +211,13 @@ def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:
 def _allowed(run: Run, skill: str) -> bool:
     frozen = run.profile.frozen.get(skill)
     if frozen is not None:
-        run.notices.append(f"{skill}: frozen since {frozen.since} ({frozen.reason}); 'luban unfreeze {skill}' lifts it")
+        run.effects.notice(f"{skill}: frozen since {frozen.since} ({frozen.reason}); 'luban unfreeze {skill}' lifts it")
         run.record(skill, 0, Status.SKIP, None, stop=Stop.FROZEN, text=frozen.reason)
         return False
     from workspace.file_ratchet import readonly_state
 
     if readonly_state(run.workspace, skill):
-        run.notices.append(f"{skill}: under read-only protection; skipped")
+        run.effects.notice(f"{skill}: under read-only protection; skipped")
         return False
     return True
 
@@ -236,7 +236,7 @@ def _alerts(run: Run) -> None:
         )
         if action in ("pause", "freeze") and skill in run.skills:
             run.skills.remove(skill)
-            run.notices.append(f"{skill}: alert {name} escalated to {action}; skipped this run with a report in the alerts")
+            run.effects.notice(f"{skill}: alert {name} escalated to {action}; skipped this run with a report in the alerts")
 
 
 def verdict_models(backend: Backend) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def design_prompts(run: Run) -> PhaseEnd:
             prompts = _designed(run, skill, text)
         prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
         if marked:
-            run.notices.append(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
+            run.effects.notice(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
         test_prompts.save(path, prompts)
         run.prompts[skill] = prompts
     summary = "\n\n".join(prompts_summary(s, p) for s, p in run.prompts.items())
@@ -52,7 +52,7 @@ def _designed(run: Run, skill: str, text: str) -> list:
     taken = fallbacks.design(how)
     if taken:
         run.ledger.note_fallbacks(skill, taken)
-        run.notices.append(f"{skill}: test prompts designed offline ({how})")
+        run.effects.notice(f"{skill}: test prompts designed offline ({how})")
     return prompts
 
 
@@ -60,7 +60,7 @@ def _load_prompts(run: Run, path: Path):
     try:
         return test_prompts.load(path)
     except test_prompts.TestPromptsError as err:
-        run.notices.append(f"{err}; designing new prompts")
+        run.effects.notice(f"{err}; designing new prompts")
         return None
 
 

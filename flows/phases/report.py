@@ -24,7 +24,7 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None) -> 
     frame = mode_history(run.workspace)
     this_run = frame[frame["skill"].isin(list(run.baselines) + list(outcomes))] if not frame.empty else frame
     usage = run.backend.usage.totals() if run.backend.usage else {}
-    notices = list(run.notices)
+    notices = list(run.effects.notices())
     eval_modes = [str(m) for m in latest_runs(this_run)["eval_mode"]] if not this_run.empty else []
     if run.mode == "full" and needs_full_test(eval_modes):
         notices.append(_counter_example_6(run, outcomes))

@@ -84,15 +84,15 @@ def settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
         from flows.scale.child import wait_for_children
 
         for name in wait_for_children(ratchet.git.branch):
-            run.notices.append(f"{name}: its child flow run was still going when the batch resumed; waited for it")
+            run.effects.notice(f"{name}: its child flow run was still going when the batch resumed; waited for it")
     for skill in gather(run):  # a batch killed while skills ran side by side: their kept edits join the branch
-        run.notices.append(f"{skill}: its rounds ran in a worktree when the run stopped; merged what it had kept")
+        run.effects.notice(f"{skill}: its rounds ran in a worktree when the run stopped; merged what it had kept")
     for skill in skills:
         kept, commit = ratchet.kept_text(skill)
         rejected = {e.sha256 for e in run.buffers[skill].entries} if skill in run.buffers else set()
         row = pending_keep.settle(run.workspace.results_tsv(skill), kept, commit, rejected)
         if row is not None:
-            run.notices.append(f"{skill}: round {row.round}'s {row.status} had taken effect but its row was not written "
+            run.effects.notice(f"{skill}: round {row.round}'s {row.status} had taken effect but its row was not written "
                                "when the run stopped; the row is completed from the record saved before it")
     git = ratchet.git
     if git is not None:

@@ -202,13 +202,13 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> bool:
         answer = run.ask(f"rewrite-{skill}", f"🛑 STOP: two consecutive skills stopped in round 1. Rewrite {skill} "
                          "from scratch (kept only if it beats the saved best)?", default_approve=False)
         if not answer.approved:
-            run.notices.append(f"exploratory rewrite of {skill} proposed, not approved ({answer.answered_by})")
+            run.effects.notice(f"exploratory rewrite of {skill} proposed, not approved ({answer.answered_by})")
             return False
     current = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     atomic_write(run.run_dir / skill / "best-pre-rewrite.md", current)
     rewritten = run.backend.rewrite(current, skill, measure.skill_files(run, skill))
     if rewritten is None or len(rewritten) > 1.5 * len(current):
-        run.notices.append(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
+        run.effects.notice(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
         return False
     round_no = run.next_round(skill)
     run.editor.pre_edit(skill)

@@ -1,5 +1,6 @@
 """The effects every flow run uses: rows through a retried Prefect task, events to the Prefect API, checkpoints in
-the Prefect UI (or the terminal), warnings in the flow run's log (the protocol: flows/state/effects.py)."""
+the Prefect UI (or the terminal), warnings in the flow run's log, notices kept for the summary (the protocol:
+flows/state/effects.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from typing import Any
 from flows.interaction import events
 from flows.interaction.checkpoints import Approval, Decision, checkpoint
 from flows.ratchet.tasks import append_row
+from flows.state.effects import Notices
 from workspace.results_tsv import Repair, ResultRow
 
 
 class PrefectEffects:
+    def __init__(self) -> None:
+        self.noted = Notices()
+
     def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
         # the task gets only the path and the row: Prefect walks every parameter looking for futures, and handed
         # the whole run that walk cost ~50 ms a row (benchmarks/loop_overhead.py)
@@ -29,3 +34,9 @@ class PrefectEffects:
         from prefect.logging import get_run_logger
 
         get_run_logger().warning(message, *args)
+
+    def notice(self, *texts: str) -> None:
+        self.noted.add(texts)
+
+    def notices(self) -> tuple[str, ...]:
+        return self.noted.all()

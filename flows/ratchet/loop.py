@@ -140,7 +140,7 @@ def next_proposal(run: Run, skill: str, text: str,
         return None, Stop.BUDGET, str(err)
     for refusal in (proposal.refusals if proposal else ()):
         if refusal.kind is RefusalKind.BOILERPLATE:
-            run.notices.append(f"{skill}: refused a proposed edit as {refusal}")
+            run.effects.notice(f"{skill}: refused a proposed edit as {refusal}")
     if proposal is None or proposal.edit is None:
         return proposal, Stop.PROPOSER_UNAVAILABLE if proposal is not None and proposal.unavailable else Stop.NO_EDIT, ""
     return proposal, None, ""

@@ -13,10 +13,8 @@ from typing import Any, cast
 from flows.ratchet.measure import settings_fingerprint
 from flows.server.limits import BatchBudget, llm_gate
 from flows.state.config import ConsumerVerdict, RunConfig
-from flows.state.ledger import Ledger
 from flows.state.run import Run, RunOptions, SkillOutcome
 from judges.usage import BudgetExhausted
-from scoring.samples import Measured
 
 SKILL_FLOW = "optimize-skill"
 
@@ -79,17 +77,9 @@ def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict
     batch is in it), notices, the skill's samples (the held-out gate and the skill's summary read them) and the blocks
     its kept edits inserted (the boilerplate rule)."""
     done = asdict(outcome) | {"stop": outcome.stop.value} if outcome is not None else None
-    return {"outcome": done, "notices": run.notices,
+    return {"outcome": done, "notices": list(run.effects.notices()),
             "inserted": run.inserted.of(skill)
-            } | ledger_record(run.ledger, skill)
-
-
-def ledger_record(ledger: Ledger, skill: str) -> dict[str, Any]:
-    """The skill's samples, as JSON: what ``replace_skill`` puts back."""
-    return {"texts": [[tid, _measured_json(m)] for (s, tid), m in ledger.texts.items() if s == skill],
-            "held_out": [[tid, list(v)] for (s, tid), v in ledger.held_out.items() if s == skill],
-            "taken": [[kind, tid, n] for (kind, s, tid), n in ledger.taken.items() if s == skill],
-            "fallbacks": dict(ledger.fallbacks.get(skill, {}))}
+            } | run.ledger.record(skill)
 
 
 def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
@@ -97,34 +87,13 @@ def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
     baseline samples), its stop and notices join the run's. The skill's outcome."""
     from workspace.results_tsv import Stop
 
-    replace_skill(run.ledger, skill, record)
+    run.ledger.replace(skill, record)
     run.inserted.add(record["inserted"], skill)
-    run.notices.extend(record["notices"])
+    run.effects.notice(*record["notices"])
     if record.get("budget"):
         raise BudgetExhausted(record["budget"])  # raised once every skill's work is merged (flows/scale/fan_out.py)
     fields = dict(record["outcome"])
     return SkillOutcome(**{**fields, "stop": Stop(fields["stop"])})
-
-
-def replace_skill(ledger: Ledger, skill: str, record: dict[str, Any]) -> None:
-    for key in [k for k in ledger.texts if k[0] == skill]:
-        del ledger.texts[key]
-    for key in [k for k in ledger.held_out if k[0] == skill]:
-        del ledger.held_out[key]
-    for taken in [k for k in ledger.taken if k[1] == skill]:
-        del ledger.taken[taken]
-    ledger.texts.update({(skill, tid): _measured(m) for tid, m in record["texts"]})
-    ledger.held_out.update({(skill, tid): tuple(v) for tid, v in record["held_out"]})
-    ledger.taken.update({(kind, skill, tid): n for kind, tid, n in record["taken"]})
-    ledger.replace_fallbacks(skill, record.get("fallbacks", {}))  # the child's rows have shown them
-
-
-def _measured_json(measured: Measured) -> dict[str, Any]:
-    return {"values": {d: list(v) for d, v in measured.values}, "exact": sorted(measured.exact)}
-
-
-def _measured(data: dict[str, Any]) -> Measured:
-    return Measured.of(data["values"], data["exact"])
 
 
 class ChildRunFailed(RuntimeError):

@@ -24,6 +24,7 @@ from functools import partial
 from flows.scale.threads import in_threads
 from flows.scale.worktrees import fork, gather
 from flows.state.run import Run, SkillOutcome
+from workspace import profile as profile_store
 
 
 def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]:
@@ -36,7 +37,7 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
 
         optimize_one = partial(in_child_flow_run, run)
     elif run.options.fan_out_to:
-        run.notices.append("--fan-out-to: quick mode has no worktrees to hand to workers; the skills ran side by side "
+        run.effects.notice("--fan-out-to: quick mode has no worktrees to hand to workers; the skills ran side by side "
                            "on this machine instead")
     outcomes, errors = {}, []
     for skill, future in zip(order, in_threads(run.options.parallel, order, lambda s: optimize_one(children[s], s)),
@@ -45,6 +46,9 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
             outcomes[skill] = future.result()
         except Exception as err:  # noqa: BLE001 - every other skill's work is merged before the first error is raised
             errors.append(err)
+    for skill in order:
+        run.join(children[skill], skill)
+    run.profile = profile_store.load(run.workspace.profile)  # each skill's rounds updated the file, not this copy
     gather(run, order)
     if errors:
         raise errors[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import git
@@ -20,7 +19,7 @@ def fork(run: Run, skill: str) -> Run:
     """A run for one skill: in full mode, its own worktree and branch, forked from the batch branch's HEAD."""
     main = run.ratchet.git if run.ratchet else None
     if main is None:
-        return replace(run)
+        return run.for_skill()
     branch = f"{main.branch}{SEPARATOR}{skill}"
     path = worktree_root(run) / skill
     if path.exists():  # a worktree a killed batch left: gather() takes its commits first
@@ -30,7 +29,7 @@ def fork(run: Run, skill: str) -> Run:
     skills_dir = path / os.path.relpath(run.workspace.skills_dir, str(main.repo.working_tree_dir))
     workspace = Workspace(skills_dir.resolve(), run.workspace.root, run.workspace.mode)
     ratchet = GitRatchet(workspace, repo, branch, main.repo.head.commit.hexsha, [skill])
-    return replace(run, workspace=workspace, ratchet=ratchet)
+    return run.for_skill(workspace=workspace, ratchet=ratchet)
 
 
 def worktree_root(run: Run) -> Path:

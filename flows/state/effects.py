@@ -1,5 +1,5 @@
 """What a run does beyond its skill files, behind one object every phase is given: results rows, the design's events,
-a person asked at a checkpoint, and warnings for the log.
+a person asked at a checkpoint, warnings for the log, and the notices its summary and report list.
 
 The flows give ``flows.ratchet.effects.PrefectEffects`` (rows through a retried Prefect task, events Automations
 match, checkpoints in the Prefect UI or the terminal). ``DirectEffects`` does the same with no Prefect server: rows
@@ -10,6 +10,7 @@ answer approval=auto gives) — so the ratchet's decisions and their effects run
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,29 @@ class Effects(Protocol):
     def warn(self, message: str, *args: object) -> None:
         """A warning for the run's log (%-style, as logging takes it)."""
 
+    def notice(self, *texts: str) -> None:
+        """Something the person reading the run's summary and report should know (a skill skipped, a fallback)."""
+
+    def notices(self) -> tuple[str, ...]:
+        """Every notice so far, in the order given."""
+
+
+class Notices:
+    """The run's notices: skills' rounds add theirs from threads side by side (--parallel), so every access holds
+    the lock and readers get a copy."""
+
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+        self._lock = threading.Lock()
+
+    def add(self, texts: tuple[str, ...]) -> None:
+        with self._lock:
+            self._texts.extend(texts)
+
+    def all(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(self._texts)
+
 
 def safe_default(key: str, summary: str, kwargs: dict[str, Any]) -> Decision:
     """The answer approval=auto gives: the checkpoint's safe default."""
@@ -45,6 +69,7 @@ class DirectEffects:
     answer: Callable[[str, str, dict[str, Any]], Decision] = safe_default
     events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    noted: Notices = field(default_factory=Notices)
 
     def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
         return ResultsFile(results_tsv).append(row)
@@ -60,3 +85,9 @@ class DirectEffects:
     def warn(self, message: str, *args: object) -> None:
         self.warnings.append(message % args if args else message)
         logging.getLogger("luban").warning(message, *args)
+
+    def notice(self, *texts: str) -> None:
+        self.noted.add(texts)
+
+    def notices(self) -> tuple[str, ...]:
+        return self.noted.all()

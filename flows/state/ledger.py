@@ -6,7 +6,7 @@ import hashlib
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from typing import Any
 
 from scoring.keep_decision import Measured, Noise, pooled, pooled_noise
 
@@ -15,76 +15,110 @@ def text_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-@dataclass
 class Ledger:
     """Every sample this run took, by skill and text, the next index of each kind of measurement, and every
-    fallback its measurements took, by skill (a row shows those taken since the skill's previous row)."""
+    fallback its measurements took, by skill (a row shows those taken since the skill's previous row).
 
-    texts: dict[tuple[str, str], Measured] = field(default_factory=dict)
-    held_out: dict[tuple[str, str], tuple[float, ...]] = field(default_factory=dict)
-    taken: dict[tuple[str, str, str], int] = field(default_factory=dict)
-    fallbacks: dict[str, Counter[str]] = field(default_factory=dict)
-    shown: dict[str, Counter[str]] = field(default_factory=dict)  # what the skill's rows have shown so far
-    shown_run_wide: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    Skills' rounds run in threads (--parallel, and a fanned-out batch taking its children's records back): one
+    thread reads the judges' noise over every text while another adds samples. Every access holds the lock, and
+    readers get copies, never the live dicts.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, str], Measured] = {}
+        self._held_out: dict[tuple[str, str], tuple[float, ...]] = {}
+        self._taken: dict[tuple[str, str, str], int] = {}
+        self._fallbacks: dict[str, Counter[str]] = {}
+        self._shown: dict[str, Counter[str]] = {}  # what the skill's rows have shown so far
+        self._shown_run_wide: set[str] = set()
+        self._lock = threading.Lock()
 
     def note_fallbacks(self, skill: str, kinds: Iterable[str]) -> None:
         with self._lock:
-            self.fallbacks.setdefault(skill, Counter()).update(kinds)
+            self._fallbacks.setdefault(skill, Counter()).update(kinds)
 
     def fallbacks_for_row(self, skill: str) -> dict[str, int]:
         """The skill's fallbacks since its previous row (each is shown in exactly one row)."""
         with self._lock:
-            new = self.fallbacks.get(skill, Counter()) - self.shown.get(skill, Counter())
-            self.shown.setdefault(skill, Counter()).update(new)
+            new = self._fallbacks.get(skill, Counter()) - self._shown.get(skill, Counter())
+            self._shown.setdefault(skill, Counter()).update(new)
         return dict(new)
 
     def unshown(self, run_wide: Iterable[str]) -> list[str]:
         """The run-wide fallbacks (a server's structured output stepped down) no row has shown yet: the next row,
         whichever skill's, shows them, once."""
         with self._lock:
-            new = [line for line in run_wide if line not in self.shown_run_wide]
-            self.shown_run_wide.update(new)
+            new = [line for line in run_wide if line not in self._shown_run_wide]
+            self._shown_run_wide.update(new)
         return new
-
-    def replace_fallbacks(self, skill: str, counts: dict[str, int]) -> None:
-        """A fanned-out child's count for its skill (it began from the batch's baseline), already in its rows."""
-        with self._lock:
-            self.fallbacks[skill] = Counter(counts)
-            self.shown[skill] = Counter(counts)
 
     def fallback_totals(self) -> dict[str, int]:
         with self._lock:
-            return dict(sum(self.fallbacks.values(), Counter()))
+            return dict(sum(self._fallbacks.values(), Counter()))
 
     def next_index(self, kind: str, skill: str, text: str) -> int:
         key = (kind, skill, text_id(text))
-        self.taken[key] = self.taken.get(key, -1) + 1
-        return self.taken[key]
+        with self._lock:
+            self._taken[key] = self._taken.get(key, -1) + 1
+            return self._taken[key]
 
     def reserve_readings(self, skill: str, text: str, count: int) -> int:
         """The first of ``count`` null variants of the text no reading has used yet (scoring/null_variants.py):
         every judge call, dim8 measurement and held-out grade of a text reads a variant of its own."""
         key = ("readings", skill, text_id(text))
-        first = self.taken.get(key, 0)
-        self.taken[key] = first + count
+        with self._lock:
+            first = self._taken.get(key, 0)
+            self._taken[key] = first + count
         return first
 
     def add(self, skill: str, text: str, samples: Measured) -> Measured:
         key = (skill, text_id(text))
-        self.texts[key] = self.texts.get(key, Measured()).plus(samples)
-        return self.texts[key]
+        with self._lock:
+            self._texts[key] = self._texts.get(key, Measured()).plus(samples)
+            return self._texts[key]
 
     def of(self, skill: str, text: str) -> Measured:
-        return self.texts.get((skill, text_id(text)), Measured())
+        with self._lock:
+            return self._texts.get((skill, text_id(text)), Measured())
 
     def noise(self) -> dict[str, Noise]:
-        return pooled_noise(self.texts.values())
+        with self._lock:
+            texts = list(self._texts.values())
+        return pooled_noise(texts)
 
     def add_held_out(self, skill: str, text: str, values: tuple[float, ...]) -> tuple[float, ...]:
         key = (skill, text_id(text))
-        self.held_out[key] = self.held_out.get(key, ()) + values
-        return self.held_out[key]
+        with self._lock:
+            self._held_out[key] = self._held_out.get(key, ()) + values
+            return self._held_out[key]
+
+    def held_out_of(self, skill: str, text: str) -> tuple[float, ...]:
+        with self._lock:
+            return self._held_out.get((skill, text_id(text)), ())
 
     def held_out_noise(self) -> Noise | None:
-        return pooled(self.held_out.values())
+        with self._lock:
+            values = list(self._held_out.values())
+        return pooled(values)
+
+    def record(self, skill: str) -> dict[str, Any]:
+        """The skill's samples, indices and fallbacks as JSON: what a fanned-out child hands back (``replace``)."""
+        with self._lock:
+            return {"texts": [[tid, {"values": {d: list(v) for d, v in m.values}, "exact": sorted(m.exact)}]
+                              for (s, tid), m in self._texts.items() if s == skill],
+                    "held_out": [[tid, list(v)] for (s, tid), v in self._held_out.items() if s == skill],
+                    "taken": [[kind, tid, n] for (kind, s, tid), n in self._taken.items() if s == skill],
+                    "fallbacks": dict(self._fallbacks.get(skill, {}))}
+
+    def replace(self, skill: str, record: dict[str, Any]) -> None:
+        """The skill's part replaced by a child's ``record`` (the child began from the batch's baseline samples, so
+        its record holds them too); its fallbacks are already in the child's rows, so they count as shown."""
+        with self._lock:
+            self._texts = {k: v for k, v in self._texts.items() if k[0] != skill}
+            self._held_out = {k: v for k, v in self._held_out.items() if k[0] != skill}
+            self._taken = {k: v for k, v in self._taken.items() if k[1] != skill}
+            self._texts.update({(skill, tid): Measured.of(m["values"], m["exact"]) for tid, m in record["texts"]})
+            self._held_out.update({(skill, tid): tuple(v) for tid, v in record["held_out"]})
+            self._taken.update({(kind, skill, tid): n for kind, tid, n in record["taken"]})
+            self._fallbacks[skill] = Counter(record.get("fallbacks", {}))
+            self._shown[skill] = Counter(record.get("fallbacks", {}))

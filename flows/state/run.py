@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flows.interaction.checkpoints import Decision
 from flows.interaction.progress import NO_DISPLAY, Display
@@ -62,6 +62,8 @@ class Optimized:
         return cls(dict(outcomes), end if not end.goes_on or first is None else PhaseEnd(first))
 
 
+V = TypeVar("V")
+
 __all__ = ["Optimized", "Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/state/config.py; imported from here too
 
 
@@ -83,7 +85,6 @@ class Run:
     prompts: dict[str, list[TestPrompt]] = field(default_factory=dict)
     baselines: dict[str, Evaluation] = field(default_factory=dict)
     buffers: dict[str, Buffer] = field(default_factory=dict)
-    notices: list[str] = field(default_factory=list)
     alerts: list[str] = field(default_factory=list)
     best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
@@ -96,6 +97,24 @@ class Run:
     policy: KeepPolicy = field(default_factory=KeepPolicy)
     repository_lock: WorkspaceLock | None = None  # full mode: held from before the branch is made to the run's end
     budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/server/limits.py)
+
+    def for_skill(self, **changes: Any) -> Run:
+        """A run for one skill's rounds in a thread of its own (--parallel): the run-wide parts shared, each of them
+        thread-safe (ledger, inserted lines, effects, backend), every per-skill map and counter its own copy, handed
+        back by ``join``."""
+        return replace(self, prompts=dict(self.prompts), baselines=dict(self.baselines), buffers=dict(self.buffers),
+                       best=dict(self.best), resumed=dict(self.resumed), asked=dict(self.asked),
+                       alerts=list(self.alerts), **changes)
+
+    def join(self, child: Run, skill: str) -> None:
+        """What ``child`` (``for_skill``) changed for ``skill``, taken back; called in the skills' order, so the
+        checkpoint counts, and with them the keys of the checkpoints asked after, are the serial run's."""
+        _take(skill, self.prompts, child.prompts)
+        _take(skill, self.baselines, child.baselines)
+        _take(skill, self.buffers, child.buffers)
+        _take(skill, self.best, child.best)
+        _take(skill, self.resumed, child.resumed)
+        self.asked.update({name: count for name, count in child.asked.items() if count != self.asked.get(name)})
 
     def release(self) -> None:
         if self.repository_lock is not None:
@@ -185,7 +204,7 @@ class Run:
 
     def repaired(self, skill: str, repair) -> None:
         if repair:
-            self.notices.append(repair.message(self.workspace.results_tsv(skill)))
+            self.effects.notice(repair.message(self.workspace.results_tsv(skill)))
 
     def result_row(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, *,
                    measured: Measured | None = None, before: Measured | None = None, decision: KeepDecision | None = None,
@@ -249,3 +268,8 @@ def _unscored_facts(evaluation: Evaluation, skill: str, effects: Effects) -> dic
     effects.warn("%s: %s unscored (%s); the total covers the scored dimensions only", skill,
                  ", ".join(d.dim for d in missing), reason)
     return {"unscored": ",".join(d.dim for d in missing), "unscored_reason": reason}
+
+
+def _take(skill: str, mine: dict[str, V], theirs: dict[str, V]) -> None:
+    if skill in theirs:
+        mine[skill] = theirs[skill]

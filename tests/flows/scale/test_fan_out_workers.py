@@ -98,30 +98,6 @@ def test_fan_out_is_refused_without_a_server_or_with_a_person_answering(tmp_path
     check_fan_out(None, "ui", "quick")  # not fanning out: nothing to refuse
 
 
-def test_a_childs_samples_come_back_whole_and_replace_only_its_skills():
-    """Online, the held-out gate and the skill's summary read the samples the child took: they must arrive as taken."""
-    import json
-
-    from flows.scale.child import ledger_record, replace_skill
-    from flows.state.ledger import Ledger
-    from scoring.samples import Measured
-
-    child, batch = Ledger(), Ledger()
-    for ledger, offset in ((child, 0.0), (batch, 1.0)):
-        for skill in ("alpha", "beta"):
-            ledger.add(skill, "kept text", Measured.of({"dim2": [6.5 + offset, 7.0], "dim1": [8.0]}, exact=["dim1"]))
-            ledger.add(skill, "candidate", Measured.of({"dim3": [5.0 + offset]}))
-            ledger.add_held_out(skill, "kept text", (7.5 - offset, 8.0))
-            ledger.next_index("evaluate", skill, "kept text")
-    child.next_index("resample", "alpha", "candidate")
-    replace_skill(batch, "alpha", json.loads(json.dumps(ledger_record(child, "alpha"))))
-    assert batch.of("alpha", "kept text") == child.of("alpha", "kept text")
-    assert batch.of("alpha", "candidate") == child.of("alpha", "candidate")
-    assert {k: v for k, v in batch.held_out.items() if k[0] == "alpha"} == {k: v for k, v in child.held_out.items() if k[0] == "alpha"}
-    assert {k: v for k, v in batch.taken.items() if k[1] == "alpha"} == {k: v for k, v in child.taken.items() if k[1] == "alpha"}
-    assert batch.of("beta", "kept text").samples("dim2") == (7.5, 7.0)  # the other skill's samples stay the batch's
-
-
 def waits_for_a_child_still_going(env: dict[str, str]) -> dict:
     """A child flow run of a batch that is gone, still on its way through a worker (given nothing to work on, it
     ends at once): what ``wait_for_children`` — the first step of that batch's --resume — waited for, and how the
