@@ -227,7 +227,7 @@ def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> No
         else:
             p.skill_edit_budget[skill] = budget
 
-    run.profile = profile_store.update(run.workspace.profile, change)
+    run.profile = run.effects.update_profile(run.workspace.profile, change)
     run.effects.emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
                                          "previous_budget_percent": previous * 100, "scope": scope})
     run.effects.notice(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")

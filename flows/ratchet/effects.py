@@ -12,6 +12,8 @@ from flows.interaction import events
 from flows.interaction.checkpoints import Approval, Decision, checkpoint
 from flows.ratchet.tasks import append_row
 from flows.state.effects import Notices
+from workspace import profile as profile_store
+from workspace.profile import LubanProfile
 from workspace.results_tsv import Repair, ResultRow
 
 
@@ -34,6 +36,9 @@ class PrefectEffects:
         from prefect.logging import get_run_logger
 
         get_run_logger().warning(message, *args)
+
+    def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
+        return profile_store.update(path, change)
 
     def notice(self, *texts: str) -> None:
         self.noted.add(texts)

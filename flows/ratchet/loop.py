@@ -208,6 +208,6 @@ def freeze(run: Run, skill: str, reason: str, rounds: int | None) -> None:
     def change(p: profile_store.LubanProfile) -> None:
         p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), rounds_left=rounds)
 
-    run.profile = profile_store.update(run.workspace.profile, change)
+    run.profile = run.effects.update_profile(run.workspace.profile, change)
     run.effects.emit("luban.freeze", skill, {"skill_path": str(run.workspace.skill_file(skill)), "freeze_scope": "current",
                                  "reason": reason, "duration_rounds": rounds})

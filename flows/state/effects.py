@@ -1,5 +1,6 @@
 """What a run does beyond its skill files, behind one object every phase is given: results rows, the design's events,
-a person asked at a checkpoint, warnings for the log, and the notices its summary and report list.
+a person asked at a checkpoint, warnings for the log, the notices its summary and report list, and the changes it
+makes to the workspace's profile (luban-profile.json: skills frozen, edit budgets tightened).
 
 The flows give ``flows.ratchet.effects.PrefectEffects`` (rows through a retried Prefect task, events Automations
 match, checkpoints in the Prefect UI or the terminal). ``DirectEffects`` does the same with no Prefect server: rows
@@ -18,6 +19,8 @@ from typing import Any, Protocol
 
 from flows.interaction.checkpoints import AnsweredBy, Approval, Decision
 from flows.interaction.events import EVENTS
+from workspace import profile as profile_store
+from workspace.profile import LubanProfile
 from workspace.results_tsv import Repair, ResultRow, ResultsFile
 
 
@@ -33,6 +36,9 @@ class Effects(Protocol):
 
     def warn(self, message: str, *args: object) -> None:
         """A warning for the run's log (%-style, as logging takes it)."""
+
+    def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
+        """luban-profile.json read, changed and rewritten under its lock (other runs share it); the profile after."""
 
     def notice(self, *texts: str) -> None:
         """Something the person reading the run's summary and report should know (a skill skipped, a fallback)."""
@@ -85,6 +91,9 @@ class DirectEffects:
     def warn(self, message: str, *args: object) -> None:
         self.warnings.append(message % args if args else message)
         logging.getLogger("luban").warning(message, *args)
+
+    def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
+        return profile_store.update(path, change)
 
     def notice(self, *texts: str) -> None:
         self.noted.add(texts)
