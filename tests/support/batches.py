@@ -20,12 +20,13 @@ from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
 EXAMPLES = ("pr-review", "weekly-report-zh", "db-migration", "api-changelog")
+FULL, HALF = 4, 2  # examples and generated skills each: the reliability tests' batch, and the scale-out docs' one
 
 
-def make_batch(root: Path) -> tuple[Path, Path]:
-    """Four examples and four generated skills in a fresh repository; the workspace beside it."""
-    generated = write_generated(root / "generated-source", count=4, seed=5) / "generated"
-    return examples_repository(root, EXAMPLES, tuple(sorted(generated.iterdir())))
+def make_batch(root: Path, size: int = FULL) -> tuple[Path, Path]:
+    """``size`` examples and as many generated skills in a fresh repository; the workspace beside it."""
+    generated = write_generated(root / "generated-source", count=size, seed=5) / "generated"
+    return examples_repository(root, EXAMPLES[:size], tuple(sorted(generated.iterdir())))
 
 
 def examples_repository(root: Path, examples: tuple[str, ...], more: tuple[Path, ...] = ()) -> tuple[Path, Path]:
@@ -62,17 +63,18 @@ def explain(expected: dict[str, Any], got: dict[str, Any]) -> str:
     return "; ".join(lines)
 
 
-def serial_reference(tmp_path_factory, env: dict[str, str]) -> tuple[dict[str, Any], float]:
-    """The unbroken batch's outcome and how long it took, run once per test session: pytest-xdist's workers share
-    the parent of their temporary directories and take turns at a lock there, the first one running the batch."""
+def serial_reference(tmp_path_factory, env: dict[str, str], size: int = FULL) -> tuple[dict[str, Any], float]:
+    """The unbroken batch's outcome and how long it took, run once per test session (and size): pytest-xdist's
+    workers share the parent of their temporary directories and take turns at a lock there, the first one running
+    the batch."""
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     shared = tmp_path_factory.getbasetemp().parent if run_id else tmp_path_factory.getbasetemp()
-    store = shared / f"unbroken-batch-{run_id or 'alone'}.pickle"
-    with open(shared / f"unbroken-batch-{run_id or 'alone'}.lock", "w") as lock:
+    store = shared / f"unbroken-batch-{size}-{run_id or 'alone'}.pickle"
+    with open(shared / f"unbroken-batch-{size}-{run_id or 'alone'}.lock", "w") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         if store.exists():
             return pickle.loads(store.read_bytes())
-        skills, workspace = make_batch(tmp_path_factory.mktemp("unbroken"))
+        skills, workspace = make_batch(tmp_path_factory.mktemp("unbroken"), size)
         started = time.monotonic()
         result = run_child(optimize_args(skills, "--workspace", str(workspace)), env)
         assert result.returncode == 0, result.stderr[-3000:]

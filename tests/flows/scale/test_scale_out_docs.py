@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.flows.prefect_server import BIN, api, free_port, stop, wait_for
 from tests.reliability.crash import child_env
-from tests.support.batches import explain, make_batch, outcome, postgres_bin, serial_reference
+from tests.support.batches import HALF, explain, make_batch, outcome, postgres_bin, serial_reference
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 NOBODY = 65534
@@ -130,7 +130,8 @@ def test_the_scale_out_section_runs_as_written_and_two_batches_on_one_repository
         postgres: dict[str, str], tmp_path: Path, tmp_path_factory):
     port = free_port()
     api_url = f"http://127.0.0.1:{port}/api"
-    skills, workspace = make_batch(tmp_path / "srv")
+    # two examples and two generated skills: enough to spread over both workers, and half the child flow runs
+    skills, workspace = make_batch(tmp_path / "srv", HALF)
     places = {
         "sudo -u postgres psql": f"psql -h {postgres['socket']} -p {postgres['port']} -U postgres",
         "db-host:5432": f"127.0.0.1:{postgres['port']}",
@@ -159,7 +160,7 @@ def test_the_scale_out_section_runs_as_written_and_two_batches_on_one_repository
         env = dict(base, PREFECT_API_URL=api_url)
         states = wait_for(lambda: ended(env, batches), 600, "both batches to end")
         children = api(env, "/flow_runs/filter", {"flows": {"name": {"any_": ["optimize-skill"]}}})
-        reference, _ = serial_reference(tmp_path_factory, env)
+        reference, _ = serial_reference(tmp_path_factory, env, HALF)
     finally:
         for process in reversed(background):
             stop(process)
