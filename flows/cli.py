@@ -90,6 +90,11 @@ def optimize(
     llm = llm_flags(judge_model, target_model, editor_model, max_llm_calls)
     _refuse_early("optimize", skills_dir, skills, mode, approval, budget, workspace, init_git, resume, llm,
                   lock_wait=wait_for_lock, parallel=parallel, fan_out_to=fan_out_to)
+    from pathlib import Path
+
+    from workspace.git_ratchet import asked_on_branch
+
+    asked_on = asked_on_branch(Path(skills_dir))  # now, not when the flow starts: another run may finish meanwhile
     _stop_at_first_interrupt(skills_dir, workspace, mode)
     prefect_defaults()
     from flows.optimize import optimize_skills
@@ -98,7 +103,7 @@ def optimize(
         result = optimize_skills(skills_dir=skills_dir, skills=list(skills or []), mode=mode, approval=approval,
                                  max_rounds=max_rounds, budget=budget, workspace=workspace, init_git=init_git,
                                  allow_rename=allow_rename, resume=resume, approval_timeout=approval_timeout, llm=llm,
-                                 lock_wait=wait_for_lock, parallel=parallel, fan_out_to=fan_out_to)
+                                 lock_wait=wait_for_lock, parallel=parallel, fan_out_to=fan_out_to, start_branch=asked_on)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban optimize: {err}", err=True)
         raise typer.Exit(2) from None

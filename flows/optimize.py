@@ -34,6 +34,7 @@ from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.run import Optimized, Run, RunOptions
 from judges.usage import BudgetExhausted
 from workspace import run_marker
+from workspace.git_ratchet import asked_on_branch
 from workspace.git_repository import GitStateError
 from workspace.lock import WorkspaceLocked
 
@@ -148,26 +149,6 @@ def _preflight(options: RunOptions) -> None:
               options.fan_out_to)
 
 
-def _checked_out_branch(skills_dir: Path) -> str | None:
-    """The branch the run was asked on (None outside git or on a detached HEAD): where a queued run starts.
-
-    Asked while another run works in the checkout, the branch checked out is that run's own; the run was then
-    asked on the branch that run was asked on, which it wrote into the repository's lock."""
-    from workspace.git_ratchet import BRANCH_PREFIX
-    from workspace.git_repository import GitStateError, open_repository
-    from workspace.lock import held_by, repository_lock
-
-    try:
-        repo = open_repository(skills_dir)
-        current = None if repo.head.is_detached else repo.active_branch.name
-    except (GitStateError, TypeError):
-        return None
-    if current and current.startswith(BRANCH_PREFIX):
-        holder = held_by(repository_lock(Path(repo.common_dir), Path(str(repo.working_tree_dir))).path) or {}
-        return holder.get("asked_on") or current
-    return current
-
-
 def _said(stop: RunStop | None) -> str | None:
     """Why the run stopped, as run.json, the marker and the report say it."""
     return str(stop) if stop is not None else None
@@ -198,19 +179,22 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
                     max_rounds: int | None = None, budget: float = 0.10, workspace: str | None = None,
                     init_git: bool = False, resume: bool = False, approval_timeout: int = 3600,
                     llm: dict[str, Any] | None = None, allow_rename: bool = False,
-                    lock_wait: int = 0, parallel: int = 1, fan_out_to: str | None = None) -> dict[str, Any] | State:
+                    lock_wait: int = 0, parallel: int = 1, fan_out_to: str | None = None,
+                    start_branch: str | None = None) -> dict[str, Any] | State:
     """Optimize skills: baseline, ratchet, held-out gate, report and meta-review (Phases 0–6).
 
     ``lock_wait``: seconds to queue behind a run that holds the workspace or the git repository (0: refuse).
     ``parallel``: skills whose rounds run at once, each in its own git worktree (needs approval auto).
     ``fan_out_to``: a deployment of the optimize-skill flow (e.g. optimize-skill/workers-rounds): each skill's rounds
-    run as a child flow run of it, on whichever worker of its pool takes it; ``parallel`` of them at once."""
+    run as a child flow run of it, on whichever worker of its pool takes it; ``parallel`` of them at once.
+    ``start_branch``: the branch checked out when the run was asked for, where a run queued behind another starts
+    (the `luban` command notes it before Prefect starts; left out, it is read here, as the flow run begins)."""
     keep_terminal_handler()
     try:
         options = replace(_options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
                                    approval_timeout, llm, allow_rename),
                           lock_wait=lock_wait, parallel=parallel, fan_out_to=fan_out_to or None,
-                          start_branch=_checked_out_branch(Path(skills_dir)))
+                          start_branch=start_branch or asked_on_branch(Path(skills_dir)))
         _preflight(options)
     except Refused as err:
         return Failed(message=str(err))  # a refusal, not a crash: one line, no traceback

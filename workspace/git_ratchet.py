@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import git
@@ -23,6 +24,7 @@ import git
 from workspace.atomic import atomic_write, remove_stale_temps
 from workspace.git_repository import GitStateError, check_state, dirty_files, identity_env, open_repository, refuse_dirty
 from workspace.layout import Workspace
+from workspace.lock import held_by, repository_lock
 
 BRANCH_PREFIX = "auto-optimize/"
 
@@ -201,3 +203,20 @@ def _free_branch_name(repo: git.Repo, now: datetime) -> str:
         f"branches {base}, {base}-2 and {base}-3 all exist; wait a minute or delete old run branches "
         f"(git branch -D {base})"
     )
+
+
+def asked_on_branch(skills_dir: Path) -> str | None:
+    """The branch a run is asked on (None outside git or on a detached HEAD): where it starts if it has to queue.
+
+    Asked while another run works in the checkout, the branch checked out is that run's own; the run was then
+    asked on the branch that run was asked on, which it wrote into the repository's lock. Read as early as
+    possible: once the other run finishes, its branch is what is checked out, and nothing says it was not asked."""
+    try:
+        repo = open_repository(skills_dir)
+        current = None if repo.head.is_detached else repo.active_branch.name
+    except (GitStateError, TypeError):
+        return None
+    if current and current.startswith(BRANCH_PREFIX):
+        holder = held_by(repository_lock(Path(repo.common_dir), Path(str(repo.working_tree_dir))).path) or {}
+        return holder.get("asked_on") or current
+    return current
