@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 from pydantic import BaseModel, PrivateAttr
 
-from flows.interaction.checkpoints import Approval
+from flows.interaction.checkpoints import Approval, as_approval
 from flows.interaction.interrupt import keep_terminal_handler
 from flows.phases import baseline as phase_baseline
 from flows.phases import held_out_gate
@@ -134,8 +134,8 @@ def _options(skills_dir: str, skills: list[str] | None, mode: str, approval: str
              workspace: str | None, init_git: bool, resume: bool, approval_timeout: int, llm: dict | None,
              allow_rename: bool = False) -> RunOptions:
     check_options(mode, approval, budget, llm)
-    return RunOptions(skills_dir, tuple(skills or ()), mode, approval, max_rounds, budget, workspace, init_git, resume,  # type: ignore[arg-type]
-                      approval_timeout, llm=dict(llm or {}), allow_rename=allow_rename)
+    return RunOptions(skills_dir, tuple(skills or ()), mode, as_approval(approval), max_rounds, budget, workspace, init_git,
+                      resume, approval_timeout, llm=dict(llm or {}), allow_rename=allow_rename)
 
 
 def _lock_path(options: RunOptions) -> Path:

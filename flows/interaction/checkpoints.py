@@ -23,12 +23,21 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 from uuid import UUID
 
 from prefect.input import RunInput
 
 Approval = Literal["ui", "auto", "cli"]
+
+
+def as_approval(value: str) -> Approval:
+    """``value`` as the Approval it names (a flow parameter arrives as a plain string)."""
+    approvals: tuple[Approval, ...] = get_args(Approval)
+    for approval in approvals:
+        if approval == value:
+            return approval
+    raise ValueError(f"--approval must be ui, auto or cli, not {value!r}")
 SHORT_WAIT = 300  # seconds: a wait this short (e.g. Step C's) holds the process; longer ones suspend when served
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 MODES = ("quick", "full", "auto")
-APPROVALS = ("ui", "auto", "cli")
+APPROVALS = ("ui", "auto", "cli")  # Approval's values: flows/interaction/checkpoints.py imports Prefect, this may not
 
 
 class Refused(ValueError):

@@ -53,7 +53,7 @@ def ensure_zombie_automation(heartbeat_seconds: int = HEARTBEAT_SECONDS) -> tupl
     except ValueError:  # Prefect says "not found" this way
         found = None
     if found is not None:
-        return str(found.id), False  # type: ignore[attr-defined]
+        return str(found.id), False  # type: ignore[attr-defined]  # typed as a coroutine; async_dispatch returns the model here
     created = zombie_automation(heartbeat_seconds).create()
     return str(created.id), True
 
