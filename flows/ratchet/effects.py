@@ -11,13 +11,11 @@ from typing import Any
 from flows.interaction import events
 from flows.interaction.checkpoints import Approval, Decision, checkpoint
 from flows.ratchet.tasks import append_row
-from flows.state.effects import Notices
-from workspace import profile as profile_store
-from workspace.profile import LubanProfile
+from flows.state.effects import KeptHere, Notices
 from workspace.results_tsv import Repair, ResultRow
 
 
-class PrefectEffects:
+class PrefectEffects(KeptHere):
     def __init__(self) -> None:
         self.noted = Notices()
 
@@ -36,12 +34,3 @@ class PrefectEffects:
         from prefect.logging import get_run_logger
 
         get_run_logger().warning(message, *args)
-
-    def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
-        return profile_store.update(path, change)
-
-    def notice(self, *texts: str) -> None:
-        self.noted.add(texts)
-
-    def notices(self) -> tuple[str, ...]:
-        return self.noted.all()

@@ -64,6 +64,21 @@ class Notices:
             return tuple(self._texts)
 
 
+class KeptHere:
+    """What every Effects does the same way in this process: notices kept, the profile updated under its lock."""
+
+    noted: Notices
+
+    def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
+        return profile_store.update(path, change)
+
+    def notice(self, *texts: str) -> None:
+        self.noted.add(texts)
+
+    def notices(self) -> tuple[str, ...]:
+        return self.noted.all()
+
+
 def safe_default(key: str, summary: str, kwargs: dict[str, Any]) -> Decision:
     """The answer approval=auto gives: the checkpoint's safe default."""
     return Decision(kwargs.get("default_approve", True), kwargs.get("default_choice", ""), "auto-approved (no Prefect)",
@@ -71,7 +86,7 @@ def safe_default(key: str, summary: str, kwargs: dict[str, Any]) -> Decision:
 
 
 @dataclass
-class DirectEffects:
+class DirectEffects(KeptHere):
     answer: Callable[[str, str, dict[str, Any]], Decision] = safe_default
     events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -91,12 +106,3 @@ class DirectEffects:
     def warn(self, message: str, *args: object) -> None:
         self.warnings.append(message % args if args else message)
         logging.getLogger("luban").warning(message, *args)
-
-    def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
-        return profile_store.update(path, change)
-
-    def notice(self, *texts: str) -> None:
-        self.noted.add(texts)
-
-    def notices(self) -> tuple[str, ...]:
-        return self.noted.all()
