@@ -13,7 +13,9 @@ A holder that dies stops renewing, and its lease expires after
 ``LEASE_SECONDS``. A run that finds the workspace's ``flock`` free and the
 lease of the run before it still in the lock file knows that run is gone (the
 kernel freed its lock) and releases the lease at once, so a resume after a kill
-does not wait for the expiry.
+does not wait for the expiry. Killed after asking for its slot and before noting
+the lease, a run leaves a slot nobody can name: the run after it waits until
+that lease has lapsed (``before_this_run``).
 
 Without ``PREFECT_API_URL`` (a run's own temporary server) there is nothing to
 share: the ``flock`` alone holds.
@@ -22,6 +24,7 @@ share: the ``flock`` alone holds.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
 import threading
@@ -35,6 +38,8 @@ from uuid import UUID
 from workspace.lock import WorkspaceLock, WorkspaceLocked, queue_for
 
 LEASE_SECONDS = 60.0  # a dead holder's slot is free again this long after its last renewal (renewed every third)
+LAPSE_SECONDS = 20.0  # after its expiry, until the server's repossessor (every 15 s by default) has freed the slot
+TAKING = "taking"  # the lock file's lease while the slot is asked for: the server may grant it before it is noted
 
 
 def limit_name(workspace_root: Path) -> str:
@@ -70,15 +75,21 @@ class ServerLock:
         from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 
         holder = ConcurrencyLeaseHolder(type="flow_run", id=UUID(self.flow_run_id)) if self.flow_run_id else None
-        deadline = time.monotonic() + wait
         with get_client(sync_client=True) as client:
             try:
                 client.read_global_concurrency_limit_by_name(self.name)
             except ObjectNotFound:
                 client.upsert_global_concurrency_limit_by_name(self.name, 1)
-            if before and before.get("lease") and before.get("host") == socket.gethostname():
+            lease, asked = before_this_run(before, wait, socket.gethostname())
+            if asked > wait and before:
+                logging.getLogger("luban").warning(
+                    "the run before this one (pid %s) was killed while taking the workspace's slot on the Prefect "
+                    "server: waiting up to %.0f s for a slot it may hold to lapse", before.get("pid"), asked)
+            wait = asked
+            if lease is not None:
                 with suppress(ObjectNotFound, PrefectHTTPStatusError):  # expired meanwhile: nothing to release
-                    client.release_concurrency_slots_with_lease(UUID(before["lease"]))
+                    client.release_concurrency_slots_with_lease(UUID(lease))
+            deadline = time.monotonic() + wait
             while True:
                 try:
                     response = client.increment_concurrency_slots_with_lease([self.name], 1, "concurrency",
@@ -128,6 +139,18 @@ class ServerLock:
                 "(--wait-for-lock SECONDS)" + (f" (waited {wait:.0f} s)" if wait else ""))
 
 
+def before_this_run(before: dict | None, wait: float, host: str) -> tuple[str | None, float]:
+    """What is left of the run before this one on the server: the lease to release at once (on this host a free
+    ``flock`` proves that run gone), and how long to wait for the slot. A run killed on this host between asking for
+    its slot and noting the lease may hold a slot nobody can name: it is free once that lease lapses, so this run
+    waits that long however briefly it was asked to wait (a run elsewhere may live: it is only named)."""
+    if not before or before.get("host") != host or not before.get("lease"):
+        return None, wait
+    if before["lease"] == TAKING:
+        return None, max(wait, float(before.get("lease_seconds", LEASE_SECONDS)) + LAPSE_SECONDS)
+    return str(before["lease"]), wait
+
+
 @contextmanager
 def workspace_held(lock_file: Path, wait: float, flow_run_id: str | None) -> Iterator[WorkspaceLock]:
     """The workspace's run lock for the run's life: the ``flock``, queued for up to ``wait`` seconds, and with a
@@ -136,7 +159,9 @@ def workspace_held(lock_file: Path, wait: float, flow_run_id: str | None) -> Ite
     server = None
     try:
         if shared_server():
-            server = ServerLock(lock_file.parent, flow_run_id).acquire(wait, lock.took_over_from)
+            server = ServerLock(lock_file.parent, flow_run_id)
+            lock.note(lease=TAKING, lease_seconds=server.lease_seconds)  # a kill before the next note leaves this
+            server.acquire(wait, lock.took_over_from)
             lock.note(lease=server.lease_id)
         yield lock
     finally:

@@ -3,6 +3,7 @@ refusal that names the holder, a gone holder's lease released at once on its own
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.server.lock import ServerLock, limit_name
+from flows.server.lock import LAPSE_SECONDS, LEASE_SECONDS, TAKING, ServerLock, before_this_run, limit_name, workspace_held
 from workspace.lock import WorkspaceLocked
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
@@ -56,3 +57,34 @@ def test_a_held_lease_is_renewed_on_the_server_and_a_released_one_is_not(tmp_pat
     with pytest.raises(Exception, match="404|410|Not Found|not found"):  # noqa: RUF043 - alternatives, on purpose
         ServerLock(tmp_path, lease_id=lease).renew()
     ServerLock(tmp_path, str(uuid.uuid4())).acquire(0).release()
+
+
+def test_what_is_left_of_the_run_before_depends_on_where_it_ran_and_how_far_it_got():
+    here = {"host": "vm", "pid": 11, "started": "then"}
+    assert before_this_run(None, 0, "vm") == (None, 0)
+    assert before_this_run(here, 5, "vm") == (None, 5)  # it never asked for a slot
+    assert before_this_run(here | {"lease": "3f0c"}, 0, "vm") == ("3f0c", 0)  # gone from this host: released at once
+    assert before_this_run(here | {"lease": "3f0c"}, 0, "worker-7") == (None, 0)  # elsewhere it may live: named
+    # killed between asking for its slot and noting the lease: whatever it was granted lapses with the lease
+    assert before_this_run(here | {"lease": TAKING, "lease_seconds": 60}, 0, "vm") == (None, 60 + LAPSE_SECONDS)
+    assert before_this_run(here | {"lease": TAKING}, 600, "vm") == (None, 600)  # asked to wait longer already
+    assert before_this_run(here | {"lease": TAKING}, 0, "worker-7") == (None, 0)
+
+
+def test_the_lock_file_says_a_slot_is_being_taken_before_the_server_is_asked(tmp_path: Path, monkeypatch):
+    """The order that makes a kill at any instant recoverable: TAKING is in the lock file before the slot is asked
+    for, the lease after it was granted."""
+    seen = []
+    real = ServerLock.acquire
+
+    def acquire(self, wait, before=None):
+        seen.append(json.loads((tmp_path / "ws" / ".luban.lock").read_text())["lease"])
+        return real(self, wait, before)
+
+    from prefect.settings import PREFECT_API_URL
+
+    monkeypatch.setenv("PREFECT_API_URL", str(PREFECT_API_URL.value()))  # a shared server: the slot is taken there
+    monkeypatch.setattr(ServerLock, "acquire", acquire)  # the real one, looked at first
+    with workspace_held(tmp_path / "ws" / ".luban.lock", 0, str(uuid.uuid4())):
+        held = json.loads((tmp_path / "ws" / ".luban.lock").read_text())
+    assert seen == [TAKING] and held["lease"] not in (TAKING, None) and held["lease_seconds"] == LEASE_SECONDS
