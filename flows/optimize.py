@@ -31,7 +31,8 @@ from flows.phases.preflight import Refused, check_options, lock_path, preflight
 from flows.server.heartbeat import prompt_heartbeat_flow, run_heartbeats
 from flows.server.lock import workspace_held
 from flows.state.config import PhaseEnd, RunStop, StopKind
-from flows.state.run import Optimized, Run, RunOptions
+from flows.state.products import Baselines, Designed, Optimized
+from flows.state.run import Run, RunOptions
 from judges.usage import BudgetExhausted
 from workspace import run_marker
 from workspace.git_ratchet import asked_on_branch
@@ -101,12 +102,12 @@ def root_flow_run_id() -> str | None:
 
 
 @phase("phase-0.5-test-prompts")
-def phase_0_5(ref: RunRef) -> PhaseEnd:
+def phase_0_5(ref: RunRef) -> Designed:
     return phase_prompts.design_prompts(ref._run)
 
 
 @phase("phase-1-baseline")
-def phase_1(ref: RunRef) -> PhaseEnd:
+def phase_1(ref: RunRef) -> Baselines:
     return phase_baseline.baseline(ref._run)
 
 
@@ -155,11 +156,17 @@ def _said(stop: RunStop | None) -> str | None:
 
 
 def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
-    """Phases 0.5 and 1, unless the consumer baseline blocked the run in Phase 0; the first that stops ends it."""
+    """Phases 0.5 and 1, unless the consumer baseline blocked the run in Phase 0; the first that stops ends it.
+    What each produced goes into the run before the next phase reads it."""
     if run.config.blocks:
         return PhaseEnd(RunStop(StopKind.CONSUMER_GATE, run.config.consumer.notice() or "consumer gate"))
-    end = phase_0_5(approval, RunRef.of(run))
-    return phase_1(approval, RunRef.of(run)) if end.goes_on else end
+    designed = phase_0_5(approval, RunRef.of(run))
+    run.take_prompts(designed)
+    if not designed.end.goes_on:
+        return designed.end
+    measured = phase_1(approval, RunRef.of(run))
+    run.take_baselines(measured)
+    return measured.end
 
 
 def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: str | None,

@@ -11,7 +11,8 @@ from flows.ratchet.loop import freeze, optimize_skill, reject
 from flows.ratchet.rebuild import kept_edits
 from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd, RunStop, StopKind
-from flows.state.run import Optimized, Run, SkillOutcome
+from flows.state.products import Optimized, SkillOutcome
+from flows.state.run import Run
 from judges.usage import BudgetExhausted
 from scoring.formula import round1
 from scoring.keep_decision import compare_means

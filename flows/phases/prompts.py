@@ -4,43 +4,49 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from flows.state.config import GO_ON, PhaseEnd, RunStop, StopKind
+from flows.state.config import PhaseEnd, RunStop, StopKind
+from flows.state.products import Designed
 from flows.state.run import Run
 from workspace import test_prompts
+from workspace.test_prompts import TestPrompt
 
 
-def design_prompts(run: Run) -> PhaseEnd:
-    """Phase 0.5: reuse test-prompts.json (ask: reuse / rewrite / append), or design them; confirm."""
-
-    for skill in run.skills:
-        path = run.workspace.test_prompts(skill)
-        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-        prompts = None
-        if path.exists() and run.options.resume:  # the baseline's held-out score was measured on these prompts
-            prompts = _load_prompts(run, path)
-        elif path.exists():
-            answer = run.ask(f"test-prompts-{skill}", f"{path} exists",
-                             choices=("reuse", "rewrite", "append"), default_choice="reuse")
-            existing = _load_prompts(run, path) or []
-            if answer.choice == "reuse" and existing:
-                prompts = existing
-            elif answer.choice == "append" and existing:
-                prompts = appended(existing, _designed(run, skill, text))
-        if prompts is None:
-            prompts = _designed(run, skill, text)
-        prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
-        if marked:
-            run.effects.notice(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
-        test_prompts.save(path, prompts)
-        run.prompts[skill] = prompts
-    summary = "\n\n".join(prompts_summary(s, p) for s, p in run.prompts.items())
+def design_prompts(run: Run) -> Designed:
+    """Phase 0.5: reuse test-prompts.json (ask: reuse / rewrite / append), or design them; save; confirm."""
+    designed = {skill: tuple(_prompts_for(run, skill)) for skill in run.skills}
+    summary = "\n\n".join(prompts_summary(s, list(p)) for s, p in designed.items())
     answer = run.ask("test-prompts", summary)
     if answer.approved:
-        return GO_ON
+        return Designed(designed)
     if answer.timed_out:
-        return PhaseEnd(RunStop(StopKind.NO_ANSWER, "no answer at the test-prompts checkpoint: resumable with "
-                                                    "'luban optimize --resume'"))
-    return PhaseEnd(RunStop(StopKind.DECLINED, f"test prompts rejected: {answer.comment or 'edit test-prompts.json and run again'}"))
+        return Designed(designed, PhaseEnd(RunStop(StopKind.NO_ANSWER, "no answer at the test-prompts checkpoint: "
+                                                                       "resumable with 'luban optimize --resume'")))
+    return Designed(designed, PhaseEnd(RunStop(StopKind.DECLINED, "test prompts rejected: "
+                                                                  f"{answer.comment or 'edit test-prompts.json and run again'}")))
+
+
+def _prompts_for(run: Run, skill: str) -> list[TestPrompt]:
+    """The skill's prompts: reused, rewritten or appended to, with a held-out one marked if none was; saved."""
+    path = run.workspace.test_prompts(skill)
+    text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    prompts = None
+    if path.exists() and run.options.resume:  # the baseline's held-out score was measured on these prompts
+        prompts = _load_prompts(run, path)
+    elif path.exists():
+        answer = run.ask(f"test-prompts-{skill}", f"{path} exists",
+                         choices=("reuse", "rewrite", "append"), default_choice="reuse")
+        existing = _load_prompts(run, path) or []
+        if answer.choice == "reuse" and existing:
+            prompts = existing
+        elif answer.choice == "append" and existing:
+            prompts = appended(existing, _designed(run, skill, text))
+    if prompts is None:
+        prompts = _designed(run, skill, text)
+    prompts, marked = test_prompts.ensure_held_out(prompts, run.options.seed)
+    if marked:
+        run.effects.notice(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
+    test_prompts.save(path, prompts)
+    return prompts
 
 
 def _designed(run: Run, skill: str, text: str) -> list:

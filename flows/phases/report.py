@@ -9,7 +9,8 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.ratchet import records
-from flows.state.run import Run, SkillOutcome
+from flows.state.products import SkillOutcome
+from flows.state.run import Run
 from scoring.dim8 import needs_full_test
 from scoring.governance.meta_review import meta_review
 from scoring.governance.report import RunFacts, chart_png, latest_runs, render

@@ -13,7 +13,8 @@ from flows.ratchet.loop import ProposalAhead, optimize_skill, propose_ahead
 from flows.ratchet.trial import Outcome, try_edit
 from flows.scale.fan_out import fan_out
 from flows.state.config import PhaseEnd, RunStop, StopKind
-from flows.state.run import Optimized, Run, SkillOutcome
+from flows.state.products import Optimized, SkillOutcome
+from flows.state.run import Run
 from judges.usage import BudgetExhausted
 from scoring.model import DIM_NAMES
 from workspace.atomic import atomic_write
@@ -44,7 +45,7 @@ def _optimize_in_order(run: Run, order: list[str], update, outcomes: dict[str, S
     round_one_stops, ahead = 0, None
     for index, skill in enumerate(order):
         before = _pre_run_version(run, skill)
-        outcome = continue_or_start(run, skill, update, ahead)
+        outcome = _in_own_run(run, skill, update, ahead)
         ahead = _next_first_proposal(run, order[index + 1:]) if not outcome.ends_run else None
         round_one_stops = _after_skill(run, order, skill, before, outcome, update, round_one_stops, outcomes)
         if outcomes[skill].ends_run:
@@ -61,6 +62,17 @@ def _optimize_side_by_side(run: Run, order: list[str], update, outcomes: dict[st
     round_one_stops = 0
     for skill in order:
         round_one_stops = _after_skill(run, order, skill, before[skill], ran[skill], update, round_one_stops, outcomes)
+
+
+def _in_own_run(run: Run, skill: str, update, ahead: ProposalAhead | None) -> SkillOutcome:
+    """A skill's rounds in a run of their own, as a skill's rounds side by side are: what they produced (the kept
+    card, the rejected edits) taken back, even when the budget ran out among them; the profile as they left it."""
+    mine = run.for_skill()
+    try:
+        return continue_or_start(mine, skill, update, ahead)
+    finally:
+        run.join(mine, skill)
+        run.profile = mine.profile  # a freeze in its rounds rewrote luban-profile.json, and the copy with it
 
 
 def _after_skill(run: Run, order: list[str], skill: str, before: bytes, outcome: SkillOutcome, update,

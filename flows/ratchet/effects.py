@@ -11,13 +11,14 @@ from typing import Any
 from flows.interaction import events
 from flows.interaction.checkpoints import Approval, Decision, checkpoint
 from flows.ratchet.tasks import append_row
-from flows.state.effects import KeptHere, Notices
+from flows.state.effects import CheckpointKeys, KeptHere, Notices
 from workspace.results_tsv import Repair, ResultRow
 
 
 class PrefectEffects(KeptHere):
     def __init__(self) -> None:
         self.noted = Notices()
+        self.keys = CheckpointKeys()
 
     def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
         # the task gets only the path and the row: Prefect walks every parameter looking for futures, and handed

@@ -19,7 +19,8 @@ from prefect.futures import PrefectFuture
 from flows.ratchet import measure, records, tasks
 from flows.ratchet.trial import Outcome, Trial, try_edit
 from flows.state.config import Quality, RunStop, StopKind
-from flows.state.run import Run, SkillOutcome
+from flows.state.products import SkillOutcome
+from flows.state.run import Run
 from judges.backend import Evaluation, ProposalRequest
 from judges.proposer import Proposal, RefusalKind
 from judges.usage import BudgetExhausted

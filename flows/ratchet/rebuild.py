@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from flows.ratchet import measure
+from flows.state.products import Progress, SkillState
 from flows.state.run import Run
 from scoring.boilerplate import inserted_units
 from scoring.edits import Edit
 from workspace.git_ratchet import CommitKind, GitRatchet, LubanCommit
 from workspace.results_tsv import Status, Stop
-
-Progress = tuple[float, int, Stop | None]  # (baseline total, last recorded round, why the rounds stopped or None)
 
 
 def recorded_progress(run: Run, skill: str) -> Progress | None:
@@ -33,13 +32,13 @@ def recorded_progress(run: Run, skill: str) -> Progress | None:
     return baseline, max(r.round for r in this), stop
 
 
-def rebuild_skill(run: Run, skill: str, progress: Progress) -> None:
+def rebuild_skill(run: Run, skill: str, progress: Progress) -> SkillState:
     """The skill as its records left it: its kept text measured afresh as the incumbent and its baseline card (the
     same keys as the batch's baseline: offline, the same samples; online, Prefect's cache answers where result
     storage is shared), and the progress its rounds had made."""
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    run.baselines[skill] = run.best[skill] = measure.baseline(run, skill, text)
-    run.resumed[skill] = progress
+    card = measure.baseline(run, skill, text)
+    return SkillState(skill, baseline=card, best=card, resumed=progress)
 
 
 def rebuild_inserted(run: Run, git: GitRatchet) -> None:

@@ -13,7 +13,8 @@ from typing import Any, cast
 from flows.ratchet.measure import settings_fingerprint
 from flows.server.limits import BatchBudget, llm_gate
 from flows.state.config import ConsumerVerdict, RunConfig
-from flows.state.run import Run, RunOptions, SkillOutcome
+from flows.state.products import SkillOutcome, SkillState
+from flows.state.run import Run, RunOptions
 from judges.usage import BudgetExhausted
 
 SKILL_FLOW = "optimize-skill"
@@ -60,14 +61,14 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
     run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
               PrefectEffects(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims))
-    run.buffers[skill] = rejected_edits.load(layout.rejected_edits(skill), skill, run.started.isoformat())
-    if layout.test_prompts(skill).exists():
-        run.prompts[skill] = test_prompts.load(layout.test_prompts(skill))
+    prompts = test_prompts.load(layout.test_prompts(skill)) if layout.test_prompts(skill).exists() else None
+    run.take(SkillState(skill, tuple(prompts) if prompts is not None else None,
+                        buffer=rejected_edits.load(layout.rejected_edits(skill), skill, run.started.isoformat())))
     progress = recorded_progress(run, skill)
     if progress is None:
         raise RuntimeError(f"{skill}: no baseline row in {layout.results_tsv(skill)}; the batch records it before "
                            "it fans out (run the batch again, or with --resume)")
-    rebuild_skill(run, skill, progress)
+    run.take(rebuild_skill(run, skill, progress))
     rebuild_inserted(run, ratchet)
     return run
 

@@ -23,7 +23,8 @@ from functools import partial
 
 from flows.scale.threads import in_threads
 from flows.scale.worktrees import fork, gather
-from flows.state.run import Run, SkillOutcome
+from flows.state.products import SkillOutcome
+from flows.state.run import Run
 from workspace import profile as profile_store
 
 

@@ -46,6 +46,9 @@ class Effects(Protocol):
     def notices(self) -> tuple[str, ...]:
         """Every notice so far, in the order given."""
 
+    def checkpoint_key(self, name: str) -> str:
+        """The key the checkpoint ``name`` is asked under this time (``CheckpointKeys``)."""
+
 
 class Notices:
     """The run's notices: skills' rounds add theirs from threads side by side (--parallel), so every access holds
@@ -64,10 +67,30 @@ class Notices:
             return tuple(self._texts)
 
 
+class CheckpointKeys:
+    """Each checkpoint's key, unique in the run: its name, then ``name#2``, ``name#3`` as it is asked again. Counted
+    in the order asked, so the same path gives the same keys when a suspended run is executed again; skills' threads
+    ask through the same counter (their names carry the skill, so their order does not change a key)."""
+
+    def __init__(self) -> None:
+        self._asked: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def next(self, name: str) -> str:
+        with self._lock:
+            count = self._asked[name] = self._asked.get(name, 0) + 1
+        return name if count == 1 else f"{name}#{count}"
+
+
 class KeptHere:
-    """What every Effects does the same way in this process: notices kept, the profile updated under its lock."""
+    """What every Effects does the same way in this process: notices kept, checkpoint keys counted, the profile
+    updated under its lock."""
 
     noted: Notices
+    keys: CheckpointKeys
+
+    def checkpoint_key(self, name: str) -> str:
+        return self.keys.next(name)
 
     def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
         return profile_store.update(path, change)
@@ -91,6 +114,7 @@ class DirectEffects(KeptHere):
     events: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     noted: Notices = field(default_factory=Notices)
+    keys: CheckpointKeys = field(default_factory=CheckpointKeys)
 
     def write_row(self, results_tsv: Path, row: ResultRow) -> Repair | None:
         return ResultsFile(results_tsv).append(row)

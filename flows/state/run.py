@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from flows.interaction.checkpoints import Decision
 from flows.interaction.progress import NO_DISPLAY, Display
-from flows.state.config import GO_ON, PhaseEnd, Quality, RunConfig, RunOptions, RunStop
+from flows.state.config import Quality, RunConfig, RunOptions
 from flows.state.effects import Effects
 from flows.state.inserted import InsertedBlocks
 from flows.state.ledger import Ledger
+from flows.state.products import Baselines, Designed, SkillState
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
@@ -27,44 +28,7 @@ from workspace.rejected_edits import Buffer
 from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
 from workspace.test_prompts import TestPrompt
 
-
-@dataclass(frozen=True)
-class SkillOutcome:
-    """How one skill's rounds ended: totals before and after (means of their samples), rounds, why they stopped,
-    and — when what stopped them stops the whole run (the LLM budget, a checkpoint nobody answered) — why."""
-
-    skill: str
-    before: float
-    after: float
-    rounds: int
-    stop: Stop  # why the skill's loop ended
-    kept: int = 0
-    reverted: int = 0
-    held_out_fail: bool = False
-    ends_run: RunStop | None = None
-
-    def after_round(self, kept: bool, reverted: bool, total: float, rounds: int) -> SkillOutcome:
-        """This outcome after one more round: its edit kept, reverted (or neither: abandoned unjudged)."""
-        return replace(self, after=total, rounds=rounds, kept=self.kept + kept, reverted=self.reverted + reverted)
-
-
-@dataclass(frozen=True)
-class Optimized:
-    """What Phases 2 and 3 hand on: each skill's outcome, in the order its rounds ran, and how the phases ended."""
-
-    outcomes: dict[str, SkillOutcome] = field(default_factory=dict)
-    end: PhaseEnd = GO_ON
-
-    @classmethod
-    def of(cls, outcomes: dict[str, SkillOutcome], end: PhaseEnd = GO_ON) -> Optimized:
-        """The outcomes, ended by the first that stops the run, if any did and nothing stopped it before."""
-        first = next((o.ends_run for o in outcomes.values() if o.ends_run), None)
-        return cls(dict(outcomes), end if not end.goes_on or first is None else PhaseEnd(first))
-
-
-V = TypeVar("V")
-
-__all__ = ["Optimized", "Run", "RunOptions", "SkillOutcome"]  # RunOptions lives in flows/state/config.py; imported from here too
+__all__ = ["Run", "RunOptions"]  # RunOptions lives in flows/state/config.py; imported from here too
 
 
 @dataclass
@@ -90,7 +54,6 @@ class Run:
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
-    asked: dict[str, int] = field(default_factory=dict)  # checkpoint name → times asked (keys must be unique)
     display: Display = NO_DISPLAY  # the terminal's progress bar while Phase 2 runs, paused for every question
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text
     inserted: InsertedBlocks = field(default_factory=InsertedBlocks)  # shared by every skill's rounds: thread-safe
@@ -99,22 +62,47 @@ class Run:
     budget_id: str | None = None  # a fanned-out batch's LLM budget on the Prefect server (flows/server/limits.py)
 
     def for_skill(self, **changes: Any) -> Run:
-        """A run for one skill's rounds in a thread of its own (--parallel): the run-wide parts shared, each of them
-        thread-safe (ledger, inserted lines, effects, backend), every per-skill map and counter its own copy, handed
-        back by ``join``."""
+        """A run for one skill's work in a thread of its own (--parallel, Phase 1's baselines): the run-wide parts
+        shared, each of them thread-safe (ledger, inserted lines, effects, backend), every per-skill map its own copy;
+        what it produced comes back through ``part`` and ``take``."""
         return replace(self, prompts=dict(self.prompts), baselines=dict(self.baselines), buffers=dict(self.buffers),
-                       best=dict(self.best), resumed=dict(self.resumed), asked=dict(self.asked),
-                       alerts=list(self.alerts), **changes)
+                       best=dict(self.best), resumed=dict(self.resumed), alerts=list(self.alerts), **changes)
+
+    def part(self, skill: str) -> SkillState:
+        """The skill's part of this run, as it stands."""
+        prompts = self.prompts.get(skill)
+        return SkillState(skill, tuple(prompts) if prompts is not None else None, self.baselines.get(skill),
+                          self.best.get(skill), self.buffers.get(skill), self.resumed.get(skill))
+
+    def take(self, state: SkillState) -> None:
+        """A skill's state as a phase or a skill's thread produced it, put into the run (what it left None stays)."""
+        skill = state.skill
+        if state.prompts is not None:
+            self.prompts[skill] = list(state.prompts)
+        if state.baseline is not None:
+            self.baselines[skill] = state.baseline
+        if state.best is not None:
+            self.best[skill] = state.best
+        if state.buffer is not None:
+            self.buffers[skill] = state.buffer
+        if state.resumed is not None:
+            self.resumed[skill] = state.resumed
 
     def join(self, child: Run, skill: str) -> None:
-        """What ``child`` (``for_skill``) changed for ``skill``, taken back; called in the skills' order, so the
-        checkpoint counts, and with them the keys of the checkpoints asked after, are the serial run's."""
-        _take(skill, self.prompts, child.prompts)
-        _take(skill, self.baselines, child.baselines)
-        _take(skill, self.buffers, child.buffers)
-        _take(skill, self.best, child.best)
-        _take(skill, self.resumed, child.resumed)
-        self.asked.update({name: count for name, count in child.asked.items() if count != self.asked.get(name)})
+        """What ``child`` (``for_skill``) produced for ``skill``, taken back (nothing of another skill's)."""
+        self.take(child.part(skill))
+
+    def take_prompts(self, designed: Designed) -> None:
+        """Phase 0.5's prompts, which every later measurement of a skill is made on."""
+        for skill, prompts in designed.prompts.items():
+            self.take(SkillState(skill, prompts=prompts))
+
+    def take_baselines(self, measured: Baselines) -> None:
+        """Phase 1's baselines, in the score card's order, and the skills that go on to the rounds."""
+        self.baselines = {}
+        for state in measured.states:
+            self.take(state)
+        self.skills = list(measured.going_on)
 
     def release(self) -> None:
         if self.repository_lock is not None:
@@ -165,8 +153,7 @@ class Run:
 
     def ask(self, name: str, summary: str, **kwargs) -> Decision:
         """A 🔴 checkpoint under a key unique in this run (the same path gives the same keys on a re-execution)."""
-        self.asked[name] = self.asked.get(name, 0) + 1
-        key = name if self.asked[name] == 1 else f"{name}#{self.asked[name]}"
+        key = self.effects.checkpoint_key(name)
         kwargs.setdefault("timeout", self.options.approval_timeout)
         with self.display.paused():  # a prompt is never drawn under the progress bar
             return self.effects.ask(key, summary, self.options.approval, self._suspending, **kwargs)
@@ -268,8 +255,3 @@ def _unscored_facts(evaluation: Evaluation, skill: str, effects: Effects) -> dic
     effects.warn("%s: %s unscored (%s); the total covers the scored dimensions only", skill,
                  ", ".join(d.dim for d in missing), reason)
     return {"unscored": ",".join(d.dim for d in missing), "unscored_reason": reason}
-
-
-def _take(skill: str, mine: dict[str, V], theirs: dict[str, V]) -> None:
-    if skill in theirs:
-        mine[skill] = theirs[skill]

@@ -19,7 +19,8 @@ from flows.ratchet.loop import apply
 from flows.ratchet.trial import Outcome, Trial, _gates, settle
 from flows.state.config import RunConfig, RunOptions
 from flows.state.effects import DirectEffects
-from flows.state.run import Run, SkillOutcome
+from flows.state.products import SkillOutcome
+from flows.state.run import Run
 from judges.backend import OfflineBackend
 from judges.proposer import Proposal
 from judges.sampling import evaluation_samples

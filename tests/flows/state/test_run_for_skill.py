@@ -1,4 +1,5 @@
-"""A skill's rounds in a thread of their own (--parallel): its own copy of every per-skill map, handed back in order."""
+"""A skill's work in a thread of its own (--parallel, Phase 1): its own copy of every per-skill map, handed back as
+its state (``Run.part`` / ``Run.take``); checkpoint keys counted run-wide."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ from datetime import datetime
 from pathlib import Path
 
 from flows.state.config import RunConfig, RunOptions
-from flows.state.effects import DirectEffects
+from flows.state.effects import DirectEffects, safe_default
+from flows.state.products import SkillState
 from flows.state.run import Run
 from judges.backend import OfflineBackend
 from tests.support.repos import copy_examples
 from workspace.layout import Mode, Workspace
 from workspace.profile import LubanProfile
+from workspace.results_tsv import Stop
 
 NOW = datetime(2026, 12, 5, 9, 0)
 
@@ -28,18 +31,39 @@ def test_a_skills_thread_changes_only_its_copy_until_joined_and_then_only_its_ow
     card = OfflineBackend().evaluate(run.workspace.skill_file("pr-review").read_text(encoding="utf-8"), "pr-review",
                                      frozenset({"SKILL.md"}), Mode.QUICK, [])
     run.best["api-changelog"] = card
-    run.asked["test-prompts"] = 1
     first, second = run.for_skill(), run.for_skill()
-    first.best["pr-review"] = card
+    first.best["pr-review"] = first.baselines["pr-review"] = card
     del first.best["api-changelog"]  # another skill's entry: its loss must not come back
-    first.ask("max-rounds-pr-review", "used all rounds")
-    second.ask("max-rounds-api-changelog", "used all rounds")
-    assert "pr-review" not in run.best and "max-rounds-pr-review" not in run.asked  # nothing shared before the join
+    second.resumed["api-changelog"] = (80.0, 2, None)
+    assert "pr-review" not in run.best and not run.resumed  # nothing shared before the join
     run.join(first, "pr-review")
     run.join(second, "api-changelog")
-    assert run.best == {"api-changelog": card, "pr-review": card}
-    assert run.asked == {"test-prompts": 1, "max-rounds-pr-review": 1, "max-rounds-api-changelog": 1}
+    assert run.best == {"api-changelog": card, "pr-review": card} and run.baselines == {"pr-review": card}
+    assert run.resumed == {"api-changelog": (80.0, 2, None)}
     assert first.ledger is run.ledger and first.inserted is run.inserted and first.effects is run.effects  # run-wide
+
+
+def test_a_skills_state_goes_in_whole_and_what_it_left_untouched_stays(tmp_path: Path):
+    run = evaluate_only_run(tmp_path)
+    card = OfflineBackend().evaluate(run.workspace.skill_file("pr-review").read_text(encoding="utf-8"), "pr-review",
+                                     frozenset({"SKILL.md"}), Mode.QUICK, [])
+    run.take(SkillState("pr-review", baseline=card, best=card))
+    assert run.part("pr-review") == SkillState("pr-review", baseline=card, best=card)
+    run.take(SkillState("pr-review", resumed=(70.5, 1, Stop.NO_EDIT)))  # the cards it left None stay
+    assert run.part("pr-review") == SkillState("pr-review", baseline=card, best=card, resumed=(70.5, 1, Stop.NO_EDIT))
+    assert run.part("api-changelog") == SkillState("api-changelog")
+
+
+def test_checkpoint_keys_count_across_every_skills_thread_in_the_order_asked(tmp_path: Path):
+    run = evaluate_only_run(tmp_path)
+    asked: list[str] = []
+    run.effects = DirectEffects(answer=lambda key, summary, kwargs: (asked.append(key), safe_default(key, summary, kwargs))[1])
+    first, second = run.for_skill(), run.for_skill()
+    first.ask("max-rounds-pr-review", "used all rounds")
+    second.ask("max-rounds-api-changelog", "used all rounds")
+    run.ask("test-prompts", "3 prompts")
+    first.ask("test-prompts", "3 prompts")  # the same name asked again, from a skill's thread: a key of its own
+    assert asked == ["max-rounds-pr-review", "max-rounds-api-changelog", "test-prompts", "test-prompts#2"]
 
 
 def test_notices_from_every_skills_thread_reach_the_run(tmp_path: Path):
