@@ -106,6 +106,12 @@ ViolationKind = Literal[
     "frontmatter_invalid",
     "missing_reference",
     "escaping_reference",
+    "smuggled_text",
+    "hidden_instruction",
+    "bidi_control",
+    "zero_width",
+    "invisible_character",
+    "secret",
 ]
 
 

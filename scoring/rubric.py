@@ -14,6 +14,7 @@ from enum import StrEnum
 from scoring.document import SkillDocument, decode, normalize_text, parse
 from scoring.formula import dim10_score
 from scoring.frontmatter_rules import score_dim1
+from scoring.hidden_text import hidden_text_violations
 from scoring.model import LLM_DIMS, DimensionScore, SkillScore, unscored
 from scoring.structure_rules import score_dim4, score_dim7, score_dim9
 from scoring.validation import (
@@ -71,7 +72,8 @@ def score_document(
         dim10 if dim10 is not None else review_dim10(mode, review_findings),
     ]
     dims += [llm_dims.get(d) or _NO_JUDGE[d] for d in LLM_DIMS]
-    violations = merge_markers(doc.text) + frontmatter_violations(doc) + reference_violations(refs)
+    violations = (merge_markers(doc.text) + frontmatter_violations(doc) + reference_violations(refs)
+                  + hidden_text_violations(doc.text))
     violations.sort(key=lambda v: (v.line or 0, v.kind))
     return SkillScore(skill_name, tuple(dims), tuple(violations), tuple(refs), warnings)
 

@@ -79,6 +79,33 @@ def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
                       "were scored. Please report it with the file attached")
 
 
+def fix_hidden(options: ScoreOptions) -> list[str]:
+    """--fix: the zero-width and bidi characters the scanner flags removed from each SKILL.md the options name (one
+    atomic write per file that changes; nothing else in it is rewritten: line breaks and a BOM stay). What changed,
+    a line per removal."""
+    from scoring.hidden_text import strip_hidden
+    from workspace.atomic import atomic_write
+
+    if options.changed:
+        from workspace.git_revisions import changed_skills
+
+        files = [c.path for c in changed_skills(Path.cwd(), options.base or "HEAD", [Path(p) for p in options.paths] or None)
+                 if not c.deleted]
+    else:
+        files = [item for item in discover(list(options.paths)) if isinstance(item, Path)]
+    said = []
+    for path in files:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # scored next, and reported there as unreadable
+        fixed, changes = strip_hidden(text)
+        if changes:
+            atomic_write(path, fixed.encode("utf-8"))
+            said += [f"{relative(str(path), options.config.root)}: {change}" for change in changes]
+    return said
+
+
 def collect(options: ScoreOptions) -> list[SkillResult]:
     """Score every skill the options name (with --changed, also each one's version at base); paths shown relative
     to the configuration's root, and its ignores applied."""

@@ -40,6 +40,8 @@ def score(
     changed: bool = typer.Option(False, "--changed", help="Score only SKILL.md files changed since --base, and compare."),
     base: str | None = typer.Option(None, "--base", help="Revision to compare against with --changed (e.g. origin/main)."),
     allow_regression: bool = typer.Option(False, "--allow-regression", help="With --changed, do not fail when a skill got worse."),
+    fix: bool = typer.Option(False, "--fix", help="Remove the zero-width and bidi characters flagged (each file written "
+                             "atomically, nothing else in it changed), say each removal on stderr, then score."),
 ) -> None:
     """Score skills with the deterministic rubric; exit 0 good, 1 gate failed, 2 usage error or unscorable skill."""
     import gc
@@ -50,7 +52,7 @@ def score(
     gc.set_threshold(50_000, 20, 100)
     from pathlib import Path
 
-    from flows.gate.check import EXIT_ERROR, ScoreOptions, apply_gates, collect
+    from flows.gate.check import EXIT_ERROR, ScoreOptions, apply_gates, collect, fix_hidden
     from flows.gate.config import ConfigError, resolve
     from flows.gate.write import write
 
@@ -64,6 +66,8 @@ def score(
     _check_arguments(paths, changed, base)
     options = ScoreOptions(tuple(paths or ()), config, changed, base, allow_regression)
     try:
+        for change in fix_hidden(options) if fix else ():
+            typer.echo(f"fixed {change}", err=True)
         results = collect(options)
     except ValueError as err:  # RevisionError: a repository or revision that cannot be used
         typer.echo(f"luban score: {err}", err=True)

@@ -35,6 +35,19 @@ RULES: dict[str, tuple[Severity, str]] = {
                                             "fix the path; a template placeholder can be declared in `placeholders`."),
     "escaping_reference": (Severity.WARNING, "The skill points outside its directory (.., an absolute or home path). "
                                              "Keep referenced files under the skill."),
+    "smuggled_text": (Severity.ERROR, "Invisible characters carry text (Unicode tag characters, runs of variation "
+                                      "selectors): the agent may read an instruction a reviewer cannot see. Delete "
+                                      "them."),
+    "hidden_instruction": (Severity.ERROR, "An HTML comment outside code addresses the agent: Markdown viewers hide "
+                                           "it, the agent reads it. Say it in the text, or delete it."),
+    "secret": (Severity.ERROR, "A key or a private-key block in the skill (shown masked): every agent and repository "
+                               "that loads the skill gets it. Remove it, revoke it, read it from the environment."),
+    "bidi_control": (Severity.WARNING, "Bidirectional controls make a line display in another order than it is read "
+                                       "(Trojan Source). `luban score --fix` removes them."),
+    "zero_width": (Severity.WARNING, "A zero-width character inside a word hides it from search and review. "
+                                     "`luban score --fix` removes it."),
+    "invisible_character": (Severity.WARNING, "An invisible format character (its code point is named). Delete it "
+                                              "unless the text needs it."),
     **{f"dim1.{name}": (Severity.WARNING, f"RUBRIC.md dim1 check '{name}' (frontmatter quality): when it fails, dim1 "
                                           "scores 0 of 10.") for name in DIM1_CHECKS},
 }
