@@ -26,31 +26,32 @@ class Severity(StrEnum):
 
 
 DIM1_CHECKS = ("frontmatter", "name", "description", "what", "when", "triggers", "no_filler")
-RULES: dict[str, tuple[Severity, str]] = {
-    "merge_marker": (Severity.ERROR, "An unresolved merge or stash marker (<<<<<<<, =======, >>>>>>>): the file is "
-                                     "half of a conflict. Resolve it and delete the marker lines."),
-    "frontmatter_invalid": (Severity.WARNING, "The YAML frontmatter does not parse: runtimes cannot read the skill's "
-                                              "name and description. Fix the YAML at the line given."),
-    "missing_reference": (Severity.WARNING, "The skill points at a file that is not in its directory. Add the file or "
-                                            "fix the path; a template placeholder can be declared in `placeholders`."),
-    "escaping_reference": (Severity.WARNING, "The skill points outside its directory (.., an absolute or home path). "
-                                             "Keep referenced files under the skill."),
-    "smuggled_text": (Severity.ERROR, "Invisible characters carry text (Unicode tag characters, runs of variation "
-                                      "selectors): the agent may read an instruction a reviewer cannot see. Delete "
-                                      "them."),
-    "hidden_instruction": (Severity.ERROR, "An HTML comment outside code addresses the agent: Markdown viewers hide "
-                                           "it, the agent reads it. Say it in the text, or delete it."),
-    "secret": (Severity.ERROR, "A key or a private-key block in the skill (shown masked): every agent and repository "
-                               "that loads the skill gets it. Remove it, revoke it, read it from the environment."),
-    "bidi_control": (Severity.WARNING, "Bidirectional controls make a line display in another order than it is read "
-                                       "(Trojan Source). `luban score --fix` removes them."),
-    "zero_width": (Severity.WARNING, "A zero-width character inside a word hides it from search and review. "
-                                     "`luban score --fix` removes it."),
-    "invisible_character": (Severity.WARNING, "An invisible format character (its code point is named). Delete it "
-                                              "unless the text needs it."),
-    **{f"dim1.{name}": (Severity.WARNING, f"RUBRIC.md dim1 check '{name}' (frontmatter quality): when it fails, dim1 "
-                                          "scores 0 of 10.") for name in DIM1_CHECKS},
+_ERRORS = {  # fail the gate whatever the flags
+    "merge_marker": "An unresolved merge or stash marker (<<<<<<<, =======, >>>>>>>): the file is half of a conflict. "
+                    "Resolve it and delete the marker lines.",
+    "smuggled_text": "Invisible characters carry text (Unicode tag characters, runs of variation selectors): the agent "
+                     "may read an instruction a reviewer cannot see. Delete them.",
+    "hidden_instruction": "An HTML comment outside code addresses the agent: Markdown viewers hide it, the agent reads "
+                          "it. Say it in the text, or delete it.",
+    "secret": "A key or a private-key block in the skill (shown masked): every agent and repository that loads the "
+              "skill gets it. Remove it, revoke it, read it from the environment.",
 }
+_WARNINGS = {  # fail the gate only with --strict
+    "frontmatter_invalid": "The YAML frontmatter does not parse: runtimes cannot read the skill's name and description. "
+                           "Fix the YAML at the line given.",
+    "missing_reference": "The skill points at a file that is not in its directory. Add the file or fix the path; a "
+                         "template placeholder can be declared in `placeholders`.",
+    "escaping_reference": "The skill points outside its directory (.., an absolute or home path). Keep referenced files "
+                          "under the skill.",
+    "bidi_control": "Bidirectional controls make a line display in another order than it is read (Trojan Source). "
+                    "`luban score --fix` removes them.",
+    "zero_width": "A zero-width character inside a word hides it from search and review. `luban score --fix` removes it.",
+    "invisible_character": "An invisible format character (its code point is named). Delete it unless the text needs it.",
+    **{f"dim1.{name}": f"RUBRIC.md dim1 check '{name}' (frontmatter quality): when it fails, dim1 scores 0 of 10."
+       for name in DIM1_CHECKS},
+}
+RULES: dict[str, tuple[Severity, str]] = ({kind: (Severity.ERROR, why) for kind, why in _ERRORS.items()}
+                                          | {kind: (Severity.WARNING, why) for kind, why in _WARNINGS.items()})
 UNREADABLE = "unreadable"  # a file that cannot be scored: always an error (exit 2), not a rule one can ignore
 DEFAULT_PLACEHOLDERS = (r"<[^<>/]+>", r"\{[^{}/]+\}")  # references/styles/<style>.md, {name}.md
 FILE_KEYS = ("fail-under", "strict", "ignore", "per-path-ignores", "placeholders")
