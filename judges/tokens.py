@@ -10,10 +10,11 @@ plus one per four other characters, which is within ~20 % for English prose.
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import tempfile
 from functools import lru_cache
+
+from scoring.tokens import estimate_tokens
 
 _BLOB = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
 
@@ -39,14 +40,9 @@ def _encoding(model: str):
         return None
 
 
-def estimate(text: str) -> int:
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff")
-    return cjk + math.ceil((len(text) - cjk) / 4)
-
-
 def count_tokens(text: str, model: str) -> tuple[int, str]:
     """(token count, how it was counted: 'tiktoken' or 'estimate')."""
     encoding = _encoding(model)
     if encoding is not None:
         return len(encoding.encode(text, disallowed_special=())), "tiktoken"
-    return estimate(text), "estimate"
+    return estimate_tokens(text), "estimate"

@@ -112,6 +112,13 @@ ViolationKind = Literal[
     "zero_width",
     "invisible_character",
     "secret",
+    "field_invalid",
+    "unknown_key",
+    "body_too_long",
+    "reserved_name",
+    "duplicate_name",
+    "similar_description",
+    "name_convention",
 ]
 
 
@@ -126,9 +133,13 @@ class Violation:
     kind: ViolationKind
     line: int | None
     message: str
+    related: tuple[str, int | None] | None = None  # the other place a finding across skills is about (path, line)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "line": self.line, "message": self.message}
+        out: dict[str, Any] = {"kind": self.kind, "line": self.line, "message": self.message}
+        if self.related is not None:
+            out["related"] = {"path": self.related[0], "line": self.related[1]}
+        return out
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from scoring.formula import dim10_score
 from scoring.frontmatter_rules import score_dim1
 from scoring.hidden_text import hidden_text_violations
 from scoring.model import LLM_DIMS, DimensionScore, SkillScore, unscored
+from scoring.spec_rules import spec_violations
 from scoring.structure_rules import score_dim4, score_dim7, score_dim9
 from scoring.validation import (
     frontmatter_violations,
@@ -73,7 +74,7 @@ def score_document(
     ]
     dims += [llm_dims.get(d) or _NO_JUDGE[d] for d in LLM_DIMS]
     violations = (merge_markers(doc.text) + frontmatter_violations(doc) + reference_violations(refs)
-                  + hidden_text_violations(doc.text))
+                  + hidden_text_violations(doc.text) + spec_violations(doc))
     violations.sort(key=lambda v: (v.line or 0, v.kind))
     return SkillScore(skill_name, tuple(dims), tuple(violations), tuple(refs), warnings)
 

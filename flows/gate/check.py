@@ -13,6 +13,7 @@ from pathlib import Path
 from flows.gate.config import RULES, ScoreConfig, Severity
 from scoring import SkillScore
 from scoring.document import parse
+from scoring.library import LibraryEntry, entry_of, library_violations
 from scoring.model import DimensionScore
 from scoring.rubric import score_document
 from workspace.skill_source import SkillSource, discover, read_skill, source_text
@@ -52,6 +53,7 @@ class SkillResult:
     is_new: bool = False
     gate_failures: list[str] = field(default_factory=list)
     ignored: list[Ignored] = field(default_factory=list)
+    entry: LibraryEntry | None = None  # what the findings across skills read of it
 
     @property
     def gated_value(self) -> float | None:
@@ -69,14 +71,33 @@ class SkillResult:
 
 
 def score_source(source: SkillSource) -> tuple[SkillScore | None, str | None]:
+    score, error, _ = scored_entry(source)
+    return score, error
+
+
+def scored_entry(source: SkillSource) -> tuple[SkillScore | None, str | None, LibraryEntry | None]:
+    """The skill's score (or why it has none), and what the findings across the library read of it."""
     text, error = source_text(source)
     if text is None:
-        return None, error
+        return None, error, None
     try:
-        return score_document(parse(text), source.name, source.files), None
+        doc = parse(text)
+        return score_document(doc, source.name, source.files), None, entry_of(doc, source.path)
     except Exception as err:  # noqa: BLE001 - one skill the scorer cannot read must not stop the gate for the others
         return None, (f"{source.path}: the scorer failed on this file ({type(err).__name__}: {err}); the other skills "
-                      "were scored. Please report it with the file attached")
+                      "were scored. Please report it with the file attached"), None
+
+
+def with_library(results: list[SkillResult]) -> list[SkillResult]:
+    """Each result with the findings across every skill scored with it (duplicate names, colliding descriptions,
+    a directory off its siblings' convention)."""
+    found = library_violations([r.entry for r in results if r.entry is not None]) if len(results) > 1 else {}
+    for result in results:
+        extra = found.get(result.entry.path, []) if result.entry is not None else []
+        if extra and result.score is not None:
+            ordered = sorted((*result.score.violations, *extra), key=lambda v: (v.line or 0, v.kind))
+            result.score = replace(result.score, violations=tuple(ordered))
+    return results
 
 
 def fix_hidden(options: ScoreOptions) -> list[str]:
@@ -115,9 +136,10 @@ def collect(options: ScoreOptions) -> list[SkillResult]:
         results = []
         for item in discover(list(options.paths)):
             source = item if isinstance(item, SkillSource) else read_skill(item)
-            score, error = score_source(source)
-            results.append(SkillResult(replace(source, data=None), score, error))  # the bytes are not needed again
-    return [with_config(shown_relative(r, options.config.root), options.config) for r in results]
+            score, error, entry = scored_entry(source)
+            results.append(SkillResult(replace(source, data=None), score, error, entry=entry))  # bytes not needed again
+    shown = [shown_relative(r, options.config.root) for r in results]
+    return [with_config(r, options.config) for r in with_library(shown)]
 
 
 def _collect_changed(options: ScoreOptions) -> list[SkillResult]:
@@ -129,8 +151,8 @@ def _collect_changed(options: ScoreOptions) -> list[SkillResult]:
         if change.deleted:
             continue
         source = read_skill(change.path)
-        score, error = score_source(source)
-        result = SkillResult(source, score, error, is_new=change.at_base is None)
+        score, error, entry = scored_entry(source)
+        result = SkillResult(source, score, error, is_new=change.at_base is None, entry=entry)
         if change.at_base is not None:
             result.base_path = change.at_base.path
             result.base_score, result.base_error = score_source(change.at_base)
@@ -150,7 +172,8 @@ def shown_relative(result: SkillResult, root: str) -> SkillResult:
     if shown == result.source.path:
         return result
     error = result.error.replace(result.source.path, shown, 1) if result.error else None
-    return replace(result, source=replace(result.source, path=shown), error=error)
+    entry = replace(result.entry, path=shown) if result.entry is not None else None
+    return replace(result, source=replace(result.source, path=shown), error=error, entry=entry)
 
 
 def with_config(result: SkillResult, config: ScoreConfig) -> SkillResult:

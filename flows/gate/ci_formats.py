@@ -85,16 +85,20 @@ def _location(path: str, line: int | None) -> dict[str, Any]:
     return {"physicalLocation": physical}
 
 
-def _findings(result: SkillResult) -> list[tuple[str, int | None, str, str | None]]:
-    """(rule, line, message, why ignored or None) for every finding of the skill, failing dim1 checks included."""
+Finding = tuple[str, int | None, str, str | None, tuple[str, int | None] | None]
+
+
+def _findings(result: SkillResult) -> list[Finding]:
+    """(rule, line, message, why ignored or None, the other skill's place or None) for every finding of the skill,
+    failing dim1 checks included."""
     if result.score is None:
-        return [(UNREADABLE, None, result.error or "could not be scored", None)]
-    found: list[tuple[str, int | None, str, str | None]] = [(v.kind, v.line, v.message, None) for v in result.score.violations]
-    found += [(f"dim1.{c.name}", 1, f"dim1 check '{c.name}' fails: {c.reason}", None)
+        return [(UNREADABLE, None, result.error or "could not be scored", None, None)]
+    found: list[Finding] = [(v.kind, v.line, v.message, None, v.related) for v in result.score.violations]
+    found += [(f"dim1.{c.name}", 1, f"dim1 check '{c.name}' fails: {c.reason}", None, None)
               for c in result.score.dim("dim1").checks if not c.passed and f"dim1.{c.name}" not in
               {i.rule for i in result.ignored}]
-    found += [(i.rule, i.line, i.message, i.why) for i in result.ignored]
-    found += [(GATE, None, failure, None) for failure in result.gate_failures]
+    found += [(i.rule, i.line, i.message, i.why, None) for i in result.ignored]
+    found += [(GATE, None, failure, None, None) for failure in result.gate_failures]
     return found
 
 
@@ -108,11 +112,13 @@ def write_sarif(results: list[SkillResult], status: int, out: TextIO, options: S
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     sarif_results = []
     for result in results:
-        for rule, line, message, why in _findings(result):
+        for rule, line, message, why, related in _findings(result):
             level = "error" if rule in (UNREADABLE, GATE) or severity(rule) is Severity.ERROR or strict else "warning"
             level = "note" if why is not None else level  # ignored: shown, and fails nothing
             entry: dict[str, Any] = {"ruleId": rule, "ruleIndex": index[rule], "level": level,
                                      "message": {"text": message}, "locations": [_location(result.source.path, line)]}
+            if related is not None:  # a finding across skills: the other skill is where it is also true
+                entry["relatedLocations"] = [{"id": 1, **_location(*related), "message": {"text": "the other skill"}}]
             if why is not None:
                 entry["suppressions"] = [{"kind": "external", "justification": f"ignored by {why}"}]
             sarif_results.append(entry)

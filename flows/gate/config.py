@@ -35,6 +35,8 @@ _ERRORS = {  # fail the gate whatever the flags
                           "it. Say it in the text, or delete it.",
     "secret": "A key or a private-key block in the skill (shown masked): every agent and repository that loads the "
               "skill gets it. Remove it, revoke it, read it from the environment.",
+    "duplicate_name": "Two skills scored together have the same name: a client loads one of them, or refuses both. "
+                      "Rename one.",
 }
 _WARNINGS = {  # fail the gate only with --strict
     "frontmatter_invalid": "The YAML frontmatter does not parse: runtimes cannot read the skill's name and description. "
@@ -47,6 +49,18 @@ _WARNINGS = {  # fail the gate only with --strict
                     "`luban score --fix` removes them.",
     "zero_width": "A zero-width character inside a word hides it from search and review. `luban score --fix` removes it.",
     "invisible_character": "An invisible format character (its code point is named). Delete it unless the text needs it.",
+    "field_invalid": "A frontmatter field of the Agent Skills specification has the wrong type or length (license, "
+                     "compatibility, metadata, allowed-tools). Write it as the message says.",
+    "unknown_key": "A frontmatter key the specification does not define: a typo of a field, a client's own key, or "
+                   "one to move under `metadata`. The message says which.",
+    "body_too_long": "The body is over the specification's 500 lines or about 5 000 tokens. Move detail into "
+                     "references/ files it links to.",
+    "similar_description": "Two skills' descriptions are so alike that a router choosing by description cannot tell "
+                           "them apart. Say what sets each apart, or merge them.",
+    "name_convention": "A skill's directory is not named as the skill while its siblings' are. Rename the directory "
+                       "or the skill.",
+    "reserved_name": "A name or description Claude's API refuses (the reserved words anthropic and claude, XML tags). "
+                     "Rename it, or write the word without brackets.",
     **{f"dim1.{name}": f"RUBRIC.md dim1 check '{name}' (frontmatter quality): when it fails, dim1 scores 0 of 10."
        for name in DIM1_CHECKS},
 }

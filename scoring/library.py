@@ -1,0 +1,112 @@
+"""Findings across a library of skills loaded into one agent (pure): what no single file shows.
+
+- ``duplicate_name`` (error): two skills with the same ``name`` — a client loads one of them, or refuses both.
+- ``similar_description`` (warning): two descriptions so alike that a router choosing a skill by its description
+  cannot tell them apart. Similarity is the larger of rapidfuzz's ``ratio`` and ``token_sort_ratio`` (0–100) of the
+  descriptions lowercased with punctuation removed. ``SIMILAR_AT`` = 70 flags none of the 496 pairs of the 32
+  public skills we test on (their most alike pair: 53.5); of copies of those 32 descriptions, it flags 31–32 with
+  10 % of their words changed, 30–32 with 20 %, all 32 with their sentences reordered or their last 30 % cut, 23
+  with a sentence appended and 17–22 with 30 % of their words changed (seeds 5, 11, 23:
+  benchmarks/description_collisions.py).
+- ``name_convention`` (warning): a skill whose directory is not named as its skill, among at least two siblings
+  (skills in the same folder) whose directories all are — the library's convention, which clients that find a
+  skill by its folder rely on.
+
+Each finding names the other skill, which is also its related location (SARIF ``relatedLocations``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import PurePosixPath
+
+from scoring.document import SkillDocument
+from scoring.model import Violation
+from scoring.spec_rules import key_lines
+
+SIMILAR_AT = 70.0
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    """What the library findings read of one skill: where it is, and its name and description with their lines."""
+
+    path: str  # its SKILL.md, as shown
+    name: str | None
+    description: str | None
+    name_line: int | None = None
+    description_line: int | None = None
+
+    @property
+    def directory(self) -> str:
+        return PurePosixPath(self.path).parent.name
+
+    @property
+    def folder(self) -> str:
+        return str(PurePosixPath(self.path).parent.parent)
+
+
+def entry_of(doc: SkillDocument, path: str) -> LibraryEntry:
+    fm = doc.frontmatter if isinstance(doc.frontmatter, dict) else {}
+    name, description = fm.get("name"), fm.get("description")
+    lines = key_lines(doc.text) if fm else {}
+    return LibraryEntry(path, name if isinstance(name, str) else None,
+                        description if isinstance(description, str) else None, lines.get("name"), lines.get("description"))
+
+
+def library_violations(entries: Sequence[LibraryEntry]) -> dict[str, list[Violation]]:
+    """SKILL.md path → its findings across ``entries`` (every skill scored together)."""
+    found: dict[str, list[Violation]] = defaultdict(list)
+    for one, other in combinations(entries, 2):
+        if one.name and one.name == other.name:
+            found[one.path].append(_duplicate(one, other))
+            found[other.path].append(_duplicate(other, one))
+        elif one.description and other.description:
+            alike = similarity(one.description, other.description)
+            if alike >= SIMILAR_AT:
+                found[one.path].append(_similar(one, other, alike))
+                found[other.path].append(_similar(other, one, alike))
+    for entry in _off_convention(entries):
+        found[entry.path].append(Violation(
+            "name_convention", entry.name_line,
+            f"its directory '{entry.directory}' is not named as the skill '{entry.name}', while every sibling's in "
+            f"{entry.folder} is: rename the directory (or the skill) to match"))
+    return dict(found)
+
+
+def similarity(one: str, other: str) -> float:
+    from rapidfuzz import fuzz
+
+    a, b = (" ".join(_PUNCTUATION.sub(" ", text.lower()).split()) for text in (one, other))
+    return max(fuzz.ratio(a, b), fuzz.token_sort_ratio(a, b))
+
+
+def _duplicate(entry: LibraryEntry, other: LibraryEntry) -> Violation:
+    return Violation("duplicate_name", entry.name_line,
+                     f"'{entry.name}' is also the name of {other.path}: a client loads one of them, or refuses both; "
+                     "rename one", related=(other.path, other.name_line))
+
+
+def _similar(entry: LibraryEntry, other: LibraryEntry, alike: float) -> Violation:
+    return Violation("similar_description", entry.description_line,
+                     f"its description is {alike:.0f} % alike {other.name or other.path}'s ({other.path}): a router "
+                     "choosing by description cannot tell them apart; say what sets each apart, or merge them",
+                     related=(other.path, other.description_line))
+
+
+def _off_convention(entries: Sequence[LibraryEntry]) -> list[LibraryEntry]:
+    by_folder: dict[str, list[LibraryEntry]] = defaultdict(list)
+    for entry in entries:
+        if entry.name:
+            by_folder[entry.folder].append(entry)
+    off = []
+    for siblings in by_folder.values():
+        differing = [e for e in siblings if e.directory != e.name]
+        if len(differing) == 1 and len(siblings) >= 3:  # one against at least two that follow the convention
+            off += differing
+    return off

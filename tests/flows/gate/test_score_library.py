@@ -1,0 +1,61 @@
+"""`luban score` over a library: findings across skills (both places named, the other as SARIF's related location)
+and the specification's findings, at their lines in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tests.conftest import write_skill
+from tests.support.skill_texts import GOOD
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["score", *args], env={"COLUMNS": "200", "GITHUB_WORKSPACE": ""})
+    return result.exit_code, result.stdout
+
+
+@pytest.fixture
+def library(tmp_path: Path, monkeypatch) -> Path:
+    """Two skills that share a name (one in another folder), and one whose frontmatter breaks the specification."""
+    write_skill(tmp_path / "team", "sql-format", GOOD.format(name="sql-format"), {"references/guide.md": "g"})
+    write_skill(tmp_path / "vendor", "sql-format", GOOD.format(name="sql-format"), {"references/guide.md": "g"})
+    spec = GOOD.format(name="charts").replace("---\n#", "metadata:\n  owner: data\n  tags: [a, b]\ndescripton: x\n---\n#", 1)
+    write_skill(tmp_path / "team", "charts", spec, {"references/guide.md": "g"})
+    git.Repo.init(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_same_name_in_two_places_fails_the_gate_and_each_names_the_other(library: Path):
+    code, out = run(".", "--json")
+    assert code == 1
+    by_path = {s["path"]: s["violations"] for s in json.loads(out)["skills"]}
+    (team,) = [v for v in by_path["team/sql-format/SKILL.md"] if v["kind"] == "duplicate_name"]
+    assert team["line"] == 2 and team["related"] == {"path": "vendor/sql-format/SKILL.md", "line": 2}
+    assert "also the name of vendor/sql-format/SKILL.md" in team["message"]
+    sarif = json.loads(run(".", "--format", "sarif")[1])["runs"][0]["results"]
+    (vendor,) = [r for r in sarif if r["ruleId"] == "duplicate_name"
+                 and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "vendor/sql-format/SKILL.md"]
+    related = vendor["relatedLocations"][0]["physicalLocation"]
+    assert vendor["level"] == "error" and related["artifactLocation"]["uri"] == "team/sql-format/SKILL.md"
+    assert related["region"]["startLine"] == 2
+    assert run("team/sql-format", "--json")[0] == 0  # scored alone, nothing collides
+
+
+def test_the_specifications_findings_are_at_their_keys_in_every_format(library: Path):
+    code, out = run("team/charts", "--json")
+    found = {(v["kind"], v["line"]) for v in json.loads(out)["skills"][0]["violations"]}
+    assert {("field_invalid", 4), ("unknown_key", 7)} <= found, found
+    assert code == 0 and run("team/charts", "--strict")[0] == 1  # warnings: they fail only a strict gate
+    github = run("team/charts", "--format", "github")[1]
+    assert "::warning file=team/charts/SKILL.md,line=4,title=field_invalid::'metadata' holds 'tags'" in github
+    assert "line=7,title=unknown_key::'descripton' is not a field any client reads: did you mean 'description'?" in github
+    sarif = json.loads(run("team/charts", "--format", "sarif")[1])["runs"][0]
+    assert {"field_invalid", "unknown_key", "body_too_long", "reserved_name", "duplicate_name", "similar_description",
+            "name_convention"} <= {rule["id"] for rule in sarif["tool"]["driver"]["rules"]}
