@@ -21,7 +21,6 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from pathlib import PurePosixPath
 
 from scoring.document import SkillDocument
@@ -29,6 +28,7 @@ from scoring.model import Violation
 from scoring.spec_rules import key_lines
 
 SIMILAR_AT = 70.0
+MOST_ALIKE_SHOWN = 3  # per skill: a library of near-copies gets three findings a skill, and the count of the rest
 _PUNCTUATION = re.compile(r"[^\w\s]")
 
 
@@ -62,15 +62,20 @@ def entry_of(doc: SkillDocument, path: str) -> LibraryEntry:
 def library_violations(entries: Sequence[LibraryEntry]) -> dict[str, list[Violation]]:
     """SKILL.md path → its findings across ``entries`` (every skill scored together)."""
     found: dict[str, list[Violation]] = defaultdict(list)
-    for one, other in combinations(entries, 2):
-        if one.name and one.name == other.name:
-            found[one.path].append(_duplicate(one, other))
-            found[other.path].append(_duplicate(other, one))
-        elif one.description and other.description:
-            alike = similarity(one.description, other.description)
-            if alike >= SIMILAR_AT:
-                found[one.path].append(_similar(one, other, alike))
-                found[other.path].append(_similar(other, one, alike))
+    by_name: dict[str, list[LibraryEntry]] = defaultdict(list)
+    for entry in entries:
+        if entry.name:
+            by_name[entry.name].append(entry)
+    for same in (group for group in by_name.values() if len(group) > 1):
+        for entry in same:
+            others = [other for other in same if other is not entry]
+            found[entry.path].append(_duplicate(entry, others[0], len(others) - 1))
+    for one, matches in _alike(entries).items():
+        distinct = [(other, alike) for other, alike in matches if not one.name or other.name != one.name]  # else: above
+        shown = distinct[:MOST_ALIKE_SHOWN]
+        more = len(distinct) - len(shown)
+        found[one.path] += [_similar(one, other, alike, more if i == len(shown) - 1 else 0)
+                            for i, (other, alike) in enumerate(shown)]
     for entry in _off_convention(entries):
         found[entry.path].append(Violation(
             "name_convention", entry.name_line,
@@ -82,20 +87,47 @@ def library_violations(entries: Sequence[LibraryEntry]) -> dict[str, list[Violat
 def similarity(one: str, other: str) -> float:
     from rapidfuzz import fuzz
 
-    a, b = (" ".join(_PUNCTUATION.sub(" ", text.lower()).split()) for text in (one, other))
+    a, b = _normal(one), _normal(other)
     return max(fuzz.ratio(a, b), fuzz.token_sort_ratio(a, b))
 
 
-def _duplicate(entry: LibraryEntry, other: LibraryEntry) -> Violation:
+def _normal(text: str) -> str:
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+def _alike(entries: Sequence[LibraryEntry]) -> dict[LibraryEntry, list[tuple[LibraryEntry, float]]]:
+    """Each skill → the others whose descriptions are at least ``SIMILAR_AT`` alike, most alike first. Both scorers
+    over all pairs at once, in C and on every core (rapidfuzz's cdist): a library of a thousand skills costs a
+    fraction of a second."""
+    described = [e for e in entries if e.description]
+    if len(described) < 2:
+        return {}
+    from rapidfuzz import fuzz
+    from rapidfuzz.process import cdist
+
+    texts = [_normal(e.description or "") for e in described]
+    in_order = [" ".join(sorted(text.split())) for text in texts]  # token_sort_ratio is ratio on these: sorted once
+    alike = cdist(texts, texts, scorer=fuzz.ratio, score_cutoff=SIMILAR_AT, workers=-1)
+    alike = alike.clip(min=cdist(in_order, in_order, scorer=fuzz.ratio, score_cutoff=SIMILAR_AT, workers=-1))
+    out: dict[LibraryEntry, list[tuple[LibraryEntry, float]]] = defaultdict(list)
+    for i, j in zip(*alike.nonzero(), strict=True):
+        if i != j:
+            out[described[i]].append((described[j], float(alike[i, j])))
+    return {entry: sorted(others, key=lambda pair: -pair[1]) for entry, others in out.items()}
+
+
+def _duplicate(entry: LibraryEntry, other: LibraryEntry, more: int) -> Violation:
+    also = f" (and of {more} more)" if more else ""
     return Violation("duplicate_name", entry.name_line,
-                     f"'{entry.name}' is also the name of {other.path}: a client loads one of them, or refuses both; "
-                     "rename one", related=(other.path, other.name_line))
+                     f"'{entry.name}' is also the name of {other.path}{also}: a client loads one of them, or refuses "
+                     "both; rename one", related=(other.path, other.name_line))
 
 
-def _similar(entry: LibraryEntry, other: LibraryEntry, alike: float) -> Violation:
+def _similar(entry: LibraryEntry, other: LibraryEntry, alike: float, more: int) -> Violation:
+    also = f" (and {more} more skills' as alike)" if more else ""
     return Violation("similar_description", entry.description_line,
-                     f"its description is {alike:.0f} % alike {other.name or other.path}'s ({other.path}): a router "
-                     "choosing by description cannot tell them apart; say what sets each apart, or merge them",
+                     f"its description is {alike:.0f} % alike {other.name or other.path}'s ({other.path}){also}: a "
+                     "router choosing by description cannot tell them apart; say what sets each apart, or merge them",
                      related=(other.path, other.description_line))
 
 

@@ -116,6 +116,7 @@ ViolationKind = Literal[
     "unknown_key",
     "body_too_long",
     "reserved_name",
+    "duplicate_key",
     "duplicate_name",
     "similar_description",
     "name_convention",

@@ -13,6 +13,8 @@ dim1 already checks ``name`` (1–64 lowercase letters, digits and single hyphen
 - the body over 500 lines or about 5 000 tokens (the specification's "keep SKILL.md under 500 lines" and
   "< 5 000 tokens recommended"; tokens estimated as four characters, or one CJK character, each) —
   ``body_too_long``;
+- a key given twice (PyYAML keeps the last; js-yaml, which JavaScript clients use, refuses the file) —
+  ``duplicate_key``;
 - a ``name`` with a word Claude's API and claude.ai reserve (``anthropic``, ``claude``: skills named so are
   refused on upload), and XML tags in ``name`` or ``description``, which the same API refuses — ``reserved_name``.
 """
@@ -44,6 +46,7 @@ def spec_violations(doc: SkillDocument) -> list[Violation]:
     if not isinstance(doc.frontmatter, dict):
         return found
     lines = key_lines(doc.text)
+    found += _duplicate_keys(doc.text)
     for key, value in doc.frontmatter.items():
         line = lines.get(str(key), 2)
         if str(key) not in SPEC_FIELDS:
@@ -66,13 +69,33 @@ def spec_violations(doc: SkillDocument) -> list[Violation]:
 def key_lines(text: str) -> dict[str, int]:
     """The line of each top-level key of the frontmatter (the text's first line is its opening ``---``)."""
     lines: dict[str, int] = {}
+    for key, number in _keys(text):
+        lines.setdefault(key, number)
+    return lines
+
+
+def _keys(text: str) -> list[tuple[str, int]]:
+    """Every top-level key of the frontmatter with its line, in order, repeats included."""
+    keys = []
     for number, line in enumerate(text.split("\n")[1:], start=2):
         if line.rstrip() == "---":
             break
         match = _KEY.match(line)
         if match:
-            lines.setdefault(match.group(1).strip("'\""), number)
-    return lines
+            keys.append((match.group(1).strip("'\""), number))
+    return keys
+
+
+def _duplicate_keys(text: str) -> list[Violation]:
+    """A key given twice: YAML readers differ (PyYAML keeps the last, js-yaml and strictyaml refuse the file)."""
+    first: dict[str, int] = {}
+    found = []
+    for key, number in _keys(text):
+        if key in first:
+            found.append(Violation("duplicate_key", number, f"'{key}' is given again (first on line {first[key]}): "
+                                   "YAML readers differ — some keep the last, some refuse the file; keep one"))
+        first.setdefault(key, number)
+    return found
 
 
 def _field_problem(key: str, value: Any) -> str | None:

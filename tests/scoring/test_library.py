@@ -44,3 +44,14 @@ def test_a_directory_named_off_its_siblings_convention_is_flagged_once_two_follo
 def test_one_skill_alone_or_skills_without_frontmatter_give_nothing():
     bare = entry_of(parse("# No frontmatter\n"), "x/SKILL.md")
     assert library_violations([bare, bare]) == {} and library_violations([entry("a/a/SKILL.md", "a", SQL)]) == {}
+
+
+def test_a_library_of_near_copies_gets_a_few_findings_a_skill_and_the_count_of_the_rest():
+    copies = [entry(f"l/sql-{i}/SKILL.md", f"sql-{i}", SQL.replace("team", f"team {i}")) for i in range(6)]
+    same = [entry(f"v{i}/csv/SKILL.md", "csv", f"Reads CSV files of kind {i * 'x'}.") for i in range(4)]
+    found = library_violations(copies + same)
+    similar = found["l/sql-0/SKILL.md"]
+    assert [v.kind for v in similar] == ["similar_description"] * 3 and "(and 2 more skills' as alike)" in similar[-1].message
+    (duplicate,) = [v for v in found["v0/csv/SKILL.md"] if v.kind == "duplicate_name"]
+    assert "also the name of v1/csv/SKILL.md (and of 2 more)" in duplicate.message
+    assert not [v for v in found["v0/csv/SKILL.md"] if v.kind == "similar_description"]  # the same name says it already

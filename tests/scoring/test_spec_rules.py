@@ -27,6 +27,7 @@ def findings(frontmatter: str, body: str = BODY) -> list[tuple[str, int, str]]:
     ("name: x\ndescription: d\nversion: 1.2.0\n", "unknown_key", 4, "move it under 'metadata'"),
     ("name: claude-helper\ndescription: d\n", "reserved_name", 2, "'claude', a word Claude's API and claude.ai reserve"),
     ("name: x\ndescription: Use for <file> edits\n", "reserved_name", 3, "XML tag ('<file>')"),
+    ("name: x\ndescription: d\nname: x\n", "duplicate_key", 4, "'name' is given again (first on line 2)"),
 ])
 def test_each_field_problem_is_found_at_its_key(frontmatter: str, kind: str, line: int, said: str):
     found = findings(frontmatter)

@@ -59,3 +59,37 @@ def test_the_specifications_findings_are_at_their_keys_in_every_format(library: 
     sarif = json.loads(run("team/charts", "--format", "sarif")[1])["runs"][0]
     assert {"field_invalid", "unknown_key", "body_too_long", "reserved_name", "duplicate_name", "similar_description",
             "name_convention"} <= {rule["id"] for rule in sarif["tool"]["driver"]["rules"]}
+
+
+def test_the_readme_severity_table_lists_every_finding_kind_with_its_severity():
+    from flows.gate.config import RULES, Severity
+    from tests.conftest import REPO_ROOT
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| finding | severity | fails the gate |"):]
+    table = table[: table.index("\n\n")]
+    rows = {line.split("|")[1]: line.split("|")[2].strip() for line in table.splitlines()[2:]}
+    for kind, (severity, _) in RULES.items():
+        if kind.startswith("dim1."):
+            continue  # one row: "a failing dim1 check"
+        (row,) = [cells for cells, level in rows.items() if f"`{kind}`" in cells] or [None]
+        assert row is not None, f"{kind} has no row in the README's severity table"
+        assert rows[row] == severity.value, f"{kind}: the README says {rows[row]}, the gate {severity.value}"
+
+
+def test_findings_across_skills_and_of_the_specification_in_junit_and_text(library: Path):
+    import xml.etree.ElementTree as ET
+
+    junit = ET.fromstring(run(".", "--format", "junit")[1])
+    failures = {case.get("name"): case.find("failure") for case in junit.iter("testcase")}
+    failure = failures["team/sql-format/SKILL.md"]
+    assert failure is not None and "error duplicate_name line 2: 'sql-format' is also the name of vendor" in (failure.text or "")
+    text = run("team/charts", "--no-strict")[1]
+    assert "team/charts/SKILL.md:4 warning field_invalid:" in text and "team/charts/SKILL.md:7 warning unknown_key:" in text
+
+
+def test_a_finding_kind_can_be_ignored_like_the_others(library: Path):
+    code, out = run(".", "--json", "--ignore", "duplicate_name")
+    skills = {s["path"]: s for s in json.loads(out)["skills"]}
+    assert code == 0 and not [v for v in skills["team/sql-format/SKILL.md"]["violations"] if v["kind"] == "duplicate_name"]
+    assert [i["rule"] for i in skills["team/sql-format/SKILL.md"]["ignored"]] == ["duplicate_name"]
