@@ -117,6 +117,7 @@ ViolationKind = Literal[
     "body_too_long",
     "reserved_name",
     "duplicate_key",
+    "deep_reference",
     "duplicate_name",
     "similar_description",
     "name_convention",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from flows.gate.config import RULES, ScoreConfig, Severity
 from scoring import SkillScore
-from scoring.document import parse
+from scoring.document import MAX_BYTES, parse
 from scoring.library import LibraryEntry, entry_of, library_violations
 from scoring.model import DimensionScore
 from scoring.rubric import score_document
@@ -82,10 +82,29 @@ def scored_entry(source: SkillSource) -> tuple[SkillScore | None, str | None, Li
         return None, error, None
     try:
         doc = parse(text)
-        return score_document(doc, source.name, source.files), None, entry_of(doc, source.path)
+        score = with_reference_chains(score_document(doc, source.name, source.files), source)
+        return score, None, entry_of(doc, source.path)
     except Exception as err:  # noqa: BLE001 - one skill the scorer cannot read must not stop the gate for the others
         return None, (f"{source.path}: the scorer failed on this file ({type(err).__name__}: {err}); the other skills "
                       "were scored. Please report it with the file attached"), None
+
+
+def with_reference_chains(score: SkillScore, source: SkillSource) -> SkillScore:
+    """The score with a finding for each reference that leads on, more than one level deep from SKILL.md: the
+    Markdown files it references are read here (inside the skill's directory, as listed) for their own links."""
+    from scoring.reference_chains import deep_references, followed, onward_targets
+
+    skill_dir, onward = Path(source.path).parent, {}
+    for name in followed(score.references):
+        try:
+            text = (skill_dir / name).read_bytes()[:MAX_BYTES].decode("utf-8", errors="replace")
+        except OSError:
+            continue  # listed, then gone or unreadable: the reference scan has said what it could
+        onward[name] = onward_targets(name, text, source.files)
+    deep = deep_references(score.references, onward)
+    if not deep:
+        return score
+    return replace(score, violations=tuple(sorted((*score.violations, *deep), key=lambda v: (v.line or 0, v.kind))))
 
 
 def with_library(results: list[SkillResult]) -> list[SkillResult]:

@@ -53,6 +53,8 @@ _WARNINGS = {  # fail the gate only with --strict
                      "compatibility, metadata, allowed-tools). Write it as the message says.",
     "unknown_key": "A frontmatter key the specification does not define: a typo of a field, a client's own key, or "
                    "one to move under `metadata`. The message says which.",
+    "deep_reference": "A file SKILL.md references links on to files SKILL.md does not reference: an agent may read a "
+                      "file reached that way only in part. Reference it from SKILL.md.",
     "duplicate_key": "A frontmatter key given twice: YAML readers differ (some keep the last, some refuse the file). "
                      "Keep one.",
     "body_too_long": "The body is over the specification's 500 lines or about 5 000 tokens. Move detail into "

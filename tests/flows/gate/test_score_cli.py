@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from tests.conftest import REPO_ROOT, write_skill
-from tests.support.skill_texts import GOOD
+from tests.support.skill_texts import CHARTS, GOOD, good_skill
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -113,7 +113,7 @@ def test_unscorable_beats_gate_failure_in_the_exit_status(skills: Path):
 
 
 def test_text_output_shows_a_table_violations_and_a_summary(skills: Path):
-    write_skill(skills, "broken-ref", GOOD.format(name="broken-ref"))
+    write_skill(skills, "broken-ref", good_skill("broken-ref", CHARTS))
     code, out = run(str(skills))
     assert code == 0
     assert "good-skill" in out and "dim7 Overall" in out and "Frontmatter" in out
@@ -124,7 +124,7 @@ def test_text_output_shows_a_table_violations_and_a_summary(skills: Path):
 def test_github_format_annotates_and_writes_the_step_summary(skills: Path, tmp_path: Path, monkeypatch):
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    write_skill(skills, "broken-ref", GOOD.format(name="broken-ref") + "=======\n")
+    write_skill(skills, "broken-ref", good_skill("broken-ref", CHARTS) + "=======\n")
     code, out = run(str(skills), "--format", "github", "--fail-under", "20")
     assert code == 1
     path = str(skills / "broken-ref" / "SKILL.md")

@@ -62,7 +62,7 @@ def test_the_specifications_findings_are_at_their_keys_in_every_format(library: 
 
 
 def test_the_readme_severity_table_lists_every_finding_kind_with_its_severity():
-    from flows.gate.config import RULES, Severity
+    from flows.gate.config import RULES
     from tests.conftest import REPO_ROOT
 
     readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
