@@ -42,6 +42,17 @@ def descriptions() -> dict[str, str]:
     return out
 
 
+def generated_descriptions(seed: int) -> list[str]:
+    import tempfile
+
+    from tests.support.generated_skills import write_generated
+
+    with tempfile.TemporaryDirectory() as scratch:
+        root = write_generated(Path(scratch), seed=seed)
+        return [yaml.safe_load(p.read_text(encoding="utf-8").split("---", 2)[1])["description"]
+                for p in sorted(root.rglob("SKILL.md"))]
+
+
 def edits(rng: random.Random, vocabulary: list[str]) -> dict[str, Callable[[str], str]]:
     """Ways one skill's description becomes another's: words swapped (characters, for CJK), sentences reordered,
     the end cut, a sentence appended."""
@@ -76,6 +87,10 @@ def main() -> None:
     print(f"distinct skills: {len(flagged)} of {len(pairs)} pairs flagged; the most alike:")
     for alike, x, y in pairs[:5]:
         print(f"  {alike:5.1f}  {x} ~ {y}")
+    generated = generated_descriptions(seed)
+    pairs = [similarity(a, b) for a, b in itertools.combinations(generated, 2)]
+    print(f"generated skills (tests/support/generated_skills.py, seed {seed}: sentences from a 20-word vocabulary, one "
+          f"trigger clause): {sum(p >= SIMILAR_AT for p in pairs)} of {len(pairs)} pairs flagged, most alike {max(pairs):.1f}")
     rng = random.Random(seed)
     vocabulary = [w for text in found.values() for w in text.split()]
     for name, edit in edits(rng, vocabulary).items():

@@ -51,6 +51,7 @@ _BLOCK_RULE_NEEDS = {"html_block": ("<",), "reference": ("[",), "blockquote": ("
 _BLOCK_RULE_LINES = {"code": re.compile(r" {4}|\t"),
                      "hr": re.compile(r"([*_-])[ \t]*\1[ \t]*\1"),
                      "lheading": re.compile(r"^[ \t>]*(?:=+|-+)[ \t]*$", re.MULTILINE)}
+_HTML_COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 _INLINE_MARKUP = re.compile(r"[\\`*_\[<&]")
 # libyaml's loader when PyYAML was built with it: same documents, same marks, ~10x faster.
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -102,6 +103,7 @@ class SkillDocument:
     headings: tuple[Heading, ...]
     paragraphs: tuple[Paragraph, ...]
     links: tuple[LinkTarget, ...]
+    html_comments: tuple[tuple[int, str], ...] = ()  # (line, text) of each comment Markdown passes through as HTML
 
 
 def decode(data: bytes) -> str:
@@ -140,7 +142,7 @@ def parse(text: str) -> SkillDocument:
             index, start, end = closing
             frontmatter, fm_error = _load_yaml(text[4 : start - 1])
             body_start, body = index + 1, text[end + 1 :]
-    headings, paragraphs, links = _walk(body, body_start)
+    headings, paragraphs, links, comments = _walk(body, body_start)
     return SkillDocument(
         text=text,
         frontmatter=frontmatter,
@@ -151,6 +153,7 @@ def parse(text: str) -> SkillDocument:
         headings=headings,
         paragraphs=paragraphs,
         links=links,
+        html_comments=comments,
     )
 
 
@@ -205,15 +208,21 @@ def _failing_value_line(source: str) -> int:
     return 2
 
 
-def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...]]:
+Walked = tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...], tuple[tuple[int, str], ...]]
+
+
+def _walk(body: str, line_offset: int) -> Walked:
     parser = _block_parser("\r" in body or "\0" in body, _rules_that_cannot_match(body))
     env: dict[str, Any] = {}  # link reference definitions the block pass found, for the inline pass
     tokens = parser.parse(body, env)
     headings: list[Heading] = []
     paragraphs: list[Paragraph] = []
     links: list[LinkTarget] = []
+    comments: list[tuple[int, str]] = []
     body_lines = _LazyLines(body)
     for i, tok in enumerate(tokens):
+        if tok.type == "html_block" and "<!--" in tok.content:
+            comments += _comments_in(tok.content, (tok.map[0] if tok.map else 0) + line_offset + 1)
         if tok.type != "inline" or i == 0:
             continue
         marked = _INLINE_MARKUP.search(tok.content) is not None
@@ -230,7 +239,13 @@ def _walk(body: str, line_offset: int) -> tuple[tuple[Heading, ...], tuple[Parag
                 paragraphs.append(Paragraph(text, first, (tok.map[1] if tok.map else 1) + line_offset))
         if marked:
             links.extend(_targets(tok.children or [], body_lines, tok.map, first))
-    return tuple(headings), tuple(paragraphs), tuple(links)
+            comments += [(first + tok.content.count("\n", 0, max(tok.content.find(c.content), 0)), c.content[4:-3])
+                         for c in tok.children or () if c.type == "html_inline" and c.content.startswith("<!--")]
+    return tuple(headings), tuple(paragraphs), tuple(links), tuple(comments)
+
+
+def _comments_in(html: str, first_line: int) -> list[tuple[int, str]]:
+    return [(first_line + html.count("\n", 0, m.start()), m.group(1)) for m in _HTML_COMMENT.finditer(html)]
 
 
 def _rules_that_cannot_match(body: str) -> frozenset[str]:

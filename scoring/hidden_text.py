@@ -6,9 +6,9 @@ A skill is text an agent obeys, so anything that hides text from the person revi
 
 - ``smuggled_text`` (error): Unicode tag characters (U+E0000–U+E007F), which mirror ASCII and render as nothing —
   a whole instruction can ride in them — and runs of variation selectors (U+FE00–U+FE0F, U+E0100–U+E01EF), which
-  can carry bytes the same way. Not an attack: a subdivision flag (U+1F3F4 followed by lowercase tag letters and
-  U+E007F, e.g. England's flag), and one variation selector after the character it selects (️ in an emoji, an
-  ideographic variation in a name).
+  can carry bytes the same way (one holding a selector other than U+FE0F: VS16 alone follows nearly every emoji).
+  Not an attack: a subdivision flag (U+1F3F4 followed by lowercase tag letters and U+E007F, e.g. England's flag),
+  and one variation selector after the character it selects (️ in an emoji, an ideographic variation in a name).
 - ``hidden_instruction`` (error): an HTML comment outside code that addresses the agent (names it, or says to
   ignore, override or keep something from the user): Markdown viewers hide it; the agent reads it.
 - ``bidi_control`` (warning): the embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, which make a
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from scoring.model import Violation, ViolationKind
@@ -45,12 +46,19 @@ VARIATION_SELECTORS = frozenset(range(0xFE00, 0xFE10)) | frozenset(range(0xE0100
 # the format characters (category Cf, as of Unicode 14; tests/scoring/test_hidden_text.py checks the running
 # Python's table against it), the variation selectors and the tag block.
 _SUSPECT = re.compile("[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
-                      "\u2060-\u2064\u2066-\u206f\ufe00-\ufe0f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                      "\u2060-\u2064\u2066-\u206f\ufe00-\ufe0e\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
                       "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e01ef]")
+# U+FE0F (VS16, emoji presentation) is left out: it follows nearly every emoji, and a run of VS16 alone carries no
+# more than its length. A run holding any other selector is caught by that one.
+# The same characters as UTF-8: a bytes search skips a CJK text's three-byte characters several times faster than a
+# search of the text itself, so it tells first whether a text needs the scan at all (tests check both agree).
+_SUSPECT_UTF8 = re.compile(rb"\xc2\xad|\xd8[\x80-\x85\x9c]|\xdb\x9d|\xdc\x8f|\xe0\xa2[\x90\x91]|\xe0\xa3\xa2|\xe1\xa0\x8e"
+                           rb"|\xe2\x80[\x8b-\x8f\xaa-\xae]|\xe2\x81[\xa0-\xa4\xa6-\xaf]|\xef\xb8[\x80-\x8e]|\xef\xbb\xbf"
+                           rb"|\xef\xbf[\xb9-\xbb]|\xf0\x91\x82\xbd|\xf0\x91\x83\x8d|\xf0\x93\x90[\xb0-\xbf]"
+                           rb"|\xf0\x9b\xb2[\xa0-\xa3]|\xf0\x9d\x85[\xb3-\xba]|\xf3\xa0(?:[\x80-\x86][\x80-\xbf]|\x87[\x80-\xaf])")
 _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 _FLAG_TAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]+\U000e007f")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]")
-_COMMENT = re.compile(r"<!--(.*?)-->", re.DOTALL)
 _ADDRESSES_AGENT = re.compile(
     r"\b(?:agents?|assistants?|AI|LLMs?|(?:language )?models?|Claude|Codex|Cursor|Copilot|Gemini|GPT|ChatGPT|"
     r"ignore (?:all |any |the )?(?:previous|prior|above|earlier|other)|disregard|override|system prompt|"
@@ -62,42 +70,54 @@ _ADDRESSES_AGENT = re.compile(
 class Secret:
     name: str
     pattern: re.Pattern[str]
+    hints: tuple[str, ...]  # literal text every match holds: the pattern runs only on a text that has one
 
 
 SECRETS = (
-    Secret("private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    Secret("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    Secret("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})\b")),
-    Secret("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{32,}")),
-    Secret("OpenAI API key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
-    Secret("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{20,}")),
-    Secret("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    Secret("Stripe secret key", re.compile(r"\b[sr]k_live_[0-9A-Za-z]{20,}\b")),
+    Secret("private key block", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), ("PRIVATE KEY",)),
+    Secret("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA")),
+    Secret("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})\b"),
+           ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Secret("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{32,}"), ("sk-ant-",)),
+    Secret("OpenAI API key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"), ("sk-",)),
+    Secret("Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{20,}"), ("xox",)),
+    Secret("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), ("AIza",)),
+    Secret("Stripe secret key", re.compile(r"\b[sr]k_live_[0-9A-Za-z]{20,}\b"), ("k_live_",)),
 )
-_SECRET_HINT = re.compile(r"PRIVATE KEY|AKIA|ASIA|gh[pousr]_|github_pat_|sk-|xox|AIza|k_live_")
+_ANY_HINT = re.compile("|".join(re.escape(hint) for secret in SECRETS for hint in secret.hints))
 _PLACEHOLDER = re.compile(r"example|x{4,}|0{6,}|\*{3,}|your|dummy|fake|redacted|placeholder", re.IGNORECASE)
 
 
-def hidden_text_violations(text: str) -> list[Violation]:
-    """Every hidden-instruction and secret finding in ``text`` (a decoded skill file, line breaks LF), by line."""
-    found = _characters(text) + _secrets(text)
-    if "<!--" in text:  # almost no file has one: the scan of comments costs nothing elsewhere
-        found += _comments(text)
-    return found
+def hidden_text_violations(text: str, comments: Sequence[tuple[int, str]] = ()) -> list[Violation]:
+    """Every hidden-instruction and secret finding in ``text`` (a decoded skill file, line breaks LF), by line;
+    ``comments``: the HTML comments Markdown passes through as HTML, with their lines (what the parse found)."""
+    return _characters(text) + _secrets(text) + _comments(comments)
 
 
 def _characters(text: str) -> list[Violation]:
     found: list[Violation] = []
-    if text.isascii() or not _SUSPECT.search(text):
-        return found  # almost every skill, CJK ones too: one pass in C each
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not _SUSPECT.search(line):
-            continue
+    if text.isascii() or not _SUSPECT_UTF8.search(text.encode("utf-8", "surrogatepass")):
+        return found  # almost every skill, CJK ones too: a pass or two in C
+    for number, line in _suspect_lines(text):
         by_kind: dict[ViolationKind, list[str]] = {}
         for kind, what in _line_findings(line, number == 1):
             by_kind.setdefault(kind, []).append(what)
         found += [Violation(kind, number, _message(kind, whats)) for kind, whats in by_kind.items()]
     return found
+
+
+def _suspect_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number, text) of each line holding a character the scan may flag, found by one pass over the whole text."""
+    line_start, number, last = 0, 1, -1
+    for match in _SUSPECT.finditer(text):
+        at = match.start()
+        if at < last:
+            continue  # a line already given
+        number += text.count("\n", line_start, at)
+        line_start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        last = len(text) if end == -1 else end
+        yield number, text[line_start:last]
 
 
 def _line_findings(line: str, first_line: bool) -> list[tuple[ViolationKind, str]]:
@@ -106,18 +126,18 @@ def _line_findings(line: str, first_line: bool) -> list[tuple[ViolationKind, str
     flag_columns = {c for m in _FLAG_TAG.finditer(line) for c in range(m.start(), m.end())} if "\U0001f3f4" in line else set()
     rtl: bool | None = None
     tags: list[int] = []
-    for column, ch in enumerate(line):
-        code = ord(ch)
-        if code < 0x80:
-            continue
+    last_tag = -2
+    runs: set[int] = set()
+    for match in _SUSPECT.finditer(line):  # only the characters that may be hidden: a CJK line is mostly none
+        column, code = match.start(), ord(match.group())
+        if tags and not (code in TAGS and column == last_tag + 1):
+            out.append(("smuggled_text", _spelled(tags)))
+            tags = []
         if code in TAGS:
             if column not in flag_columns:
                 tags.append(code)
-            continue
-        if tags:
-            out.append(("smuggled_text", _spelled(tags)))
-            tags = []
-        if code in BIDI_CONTROLS:
+                last_tag = column
+        elif code in BIDI_CONTROLS:
             out.append(("bidi_control", _named(code, column)))
         elif code in BIDI_MARKS:
             rtl = bool(_RTL.search(line)) if rtl is None else rtl
@@ -130,13 +150,25 @@ def _line_findings(line: str, first_line: bool) -> list[tuple[ViolationKind, str
             if _touches_ascii_word(line, column):
                 out.append(("zero_width", _named(code, column)))
         elif code in VARIATION_SELECTORS:
-            if column > 0 and ord(line[column - 1]) in VARIATION_SELECTORS:
-                out.append(("smuggled_text", f"a run of variation selectors ({_named(code, column)})"))
-        elif unicodedata.category(ch) == "Cf":
+            start, end = _run(line, column)
+            if end - start >= 2 and start not in runs:  # one after the character it selects is how they work
+                runs.add(start)
+                out.append(("smuggled_text", f"a run of {end - start} variation selectors from column {start + 1}"))
+        else:  # the format characters (Cf) _SUSPECT lists
             out.append(("invisible_character", _named(code, column)))
     if tags:
         out.append(("smuggled_text", _spelled(tags)))
     return out
+
+
+def _run(line: str, column: int) -> tuple[int, int]:
+    """Where the run of variation selectors holding ``column`` starts and ends."""
+    start, end = column, column + 1
+    while start > 0 and ord(line[start - 1]) in VARIATION_SELECTORS:
+        start -= 1
+    while end < len(line) and ord(line[end]) in VARIATION_SELECTORS:
+        end += 1
+    return start, end
 
 
 def _touches_ascii_word(line: str, column: int) -> bool:
@@ -173,17 +205,30 @@ def _message(kind: ViolationKind, whats: list[str]) -> str:
 
 def _secrets(text: str) -> list[Violation]:
     found: list[Violation] = []
-    if not _SECRET_HINT.search(text):
-        return found  # one pass in C: no key format's prefix anywhere
+    if not _ANY_HINT.search(text):
+        return found  # almost every skill: one pass in C finds no key format's literal text
     for secret in SECRETS:
-        for match in secret.pattern.finditer(text):
-            value = match.group(0)
-            if secret.name != "private key block" and _PLACEHOLDER.search(value):
-                continue  # a documented example (AKIAIOSFODNN7EXAMPLE) or a placeholder, not a key
-            found.append(Violation("secret", text.count("\n", 0, match.start()) + 1,
-                                   f"{secret.name} {_masked(value)}: a secret in a skill reaches every agent and "
-                                   "repository that loads it; remove it, revoke it, and read it from the environment"))
+        for start, end in _lines_holding(text, secret.hints):
+            for match in secret.pattern.finditer(text, start, end):
+                value = match.group(0)
+                if secret.name != "private key block" and _PLACEHOLDER.search(value):
+                    continue  # a documented example (AKIAIOSFODNN7EXAMPLE) or a placeholder, not a key
+                found.append(Violation("secret", text.count("\n", 0, match.start()) + 1,
+                                       f"{secret.name} {_masked(value)}: a secret in a skill reaches every agent and "
+                                       "repository that loads it; remove it, revoke it, and read it from the environment"))
     return found
+
+
+def _lines_holding(text: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each line holding one of ``hints``, found by substring search (in C, no regex)."""
+    spans: set[tuple[int, int]] = set()
+    for hint in hints:
+        at = text.find(hint)
+        while at != -1:
+            end = text.find("\n", at)
+            spans.add((text.rfind("\n", 0, at) + 1, len(text) if end == -1 else end))
+            at = text.find(hint, at + len(hint))
+    return sorted(spans)
 
 
 def _masked(value: str) -> str:
@@ -192,11 +237,10 @@ def _masked(value: str) -> str:
     return f"'{value[:4]}{'*' * 8}' ({len(value)} characters)"
 
 
-def _comments(text: str) -> list[Violation]:
-    """HTML comments Markdown renders as HTML (so a viewer hides them) that address the agent; one in a code span or
-    a code block is shown as code, and is not hidden."""
+def _comments(comments: Sequence[tuple[int, str]]) -> list[Violation]:
+    """The HTML comments a viewer hides (one in a code span or block is shown as code) that address the agent."""
     found: list[Violation] = []
-    for line, comment in _rendered_comments(text):
+    for line, comment in comments:
         said = _ADDRESSES_AGENT.search(comment)
         if said:
             shown = " ".join(comment.split())
@@ -205,22 +249,6 @@ def _comments(text: str) -> list[Violation]:
                                    f"{shown[:80] + ('...' if len(shown) > 80 else '')!r}); viewers hide it and the "
                                    "agent reads it: say it in the text, or delete it"))
     return found
-
-
-def _rendered_comments(text: str) -> list[tuple[int, str]]:
-    """(line, text) of every HTML comment CommonMark passes through as HTML, block or inline."""
-    from markdown_it import MarkdownIt
-
-    out: list[tuple[int, str]] = []
-    for token in MarkdownIt("commonmark").parse(text):
-        first = token.map[0] + 1 if token.map else 1
-        if token.type == "html_block":
-            out += [(first + token.content.count("\n", 0, m.start()), m.group(1)) for m in _COMMENT.finditer(token.content)]
-        for child in token.children or ():
-            if child.type == "html_inline" and child.content.startswith("<!--"):
-                before = token.content.find(child.content)
-                out.append((first + token.content.count("\n", 0, max(before, 0)), child.content[4:-3]))
-    return out
 
 
 def strip_hidden(text: str) -> tuple[str, list[str]]:

@@ -2,9 +2,9 @@
 
 - ``duplicate_name`` (error): two skills with the same ``name`` — a client loads one of them, or refuses both.
 - ``similar_description`` (warning): two descriptions so alike that a router choosing a skill by its description
-  cannot tell them apart. Similarity is the larger of rapidfuzz's ``ratio`` and ``token_sort_ratio`` (0–100) of the
-  descriptions lowercased with punctuation removed. ``SIMILAR_AT`` = 70 flags none of the 496 pairs of the 32
-  public skills we test on (their most alike pair: 53.5); of copies of those 32 descriptions, it flags 31–32 with
+  cannot tell them apart. Similarity is rapidfuzz's ``ratio`` (0–100) of the descriptions lowercased with
+  punctuation removed, or of their sentences in sorted order if that is higher. ``SIMILAR_AT`` = 70 flags none of
+  the 496 pairs of the 32 public skills we test on (their most alike pair: 51.4); of copies of those 32 descriptions, it flags 31–32 with
   10 % of their words changed, 30–32 with 20 %, all 32 with their sentences reordered or their last 30 % cut, 23
   with a sentence appended and 17–22 with 30 % of their words changed (seeds 5, 11, 23:
   benchmarks/description_collisions.py).
@@ -21,7 +21,6 @@ import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from scoring.document import SkillDocument
 from scoring.model import Violation
@@ -30,6 +29,7 @@ from scoring.spec_rules import key_lines
 SIMILAR_AT = 70.0
 MOST_ALIKE_SHOWN = 3  # per skill: a library of near-copies gets three findings a skill, and the count of the rest
 _PUNCTUATION = re.compile(r"[^\w\s]")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,12 @@ class LibraryEntry:
 
     @property
     def directory(self) -> str:
-        return PurePosixPath(self.path).parent.name
+        return self.path.replace("\\", "/").rsplit("/", 2)[-2] if "/" in self.path.replace("\\", "/") else ""
 
     @property
     def folder(self) -> str:
-        return str(PurePosixPath(self.path).parent.parent)
+        parts = self.path.replace("\\", "/").rsplit("/", 2)
+        return parts[0] if len(parts) == 3 else "."
 
 
 def entry_of(doc: SkillDocument, path: str) -> LibraryEntry:
@@ -70,10 +71,9 @@ def library_violations(entries: Sequence[LibraryEntry]) -> dict[str, list[Violat
         for entry in same:
             others = [other for other in same if other is not entry]
             found[entry.path].append(_duplicate(entry, others[0], len(others) - 1))
-    for one, matches in _alike(entries).items():
-        distinct = [(other, alike) for other, alike in matches if not one.name or other.name != one.name]  # else: above
-        shown = distinct[:MOST_ALIKE_SHOWN]
-        more = len(distinct) - len(shown)
+    for one, matches in _alike(entries).items():  # each skill's, most alike first, none of its own name
+        shown = matches[:MOST_ALIKE_SHOWN]
+        more = len(matches) - len(shown)
         found[one.path] += [_similar(one, other, alike, more if i == len(shown) - 1 else 0)
                             for i, (other, alike) in enumerate(shown)]
     for entry in _off_convention(entries):
@@ -81,39 +81,57 @@ def library_violations(entries: Sequence[LibraryEntry]) -> dict[str, list[Violat
             "name_convention", entry.name_line,
             f"its directory '{entry.directory}' is not named as the skill '{entry.name}', while every sibling's in "
             f"{entry.folder} is: rename the directory (or the skill) to match"))
-    return dict(found)
+    return {path: violations for path, violations in found.items() if violations}
 
 
 def similarity(one: str, other: str) -> float:
     from rapidfuzz import fuzz
 
-    a, b = _normal(one), _normal(other)
-    return max(fuzz.ratio(a, b), fuzz.token_sort_ratio(a, b))
+    return max(fuzz.ratio(_normal(one), _normal(other)), fuzz.ratio(_sentences_sorted(one), _sentences_sorted(other)))
 
 
 def _normal(text: str) -> str:
     return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
 
 
-def _alike(entries: Sequence[LibraryEntry]) -> dict[LibraryEntry, list[tuple[LibraryEntry, float]]]:
-    """Each skill → the others whose descriptions are at least ``SIMILAR_AT`` alike, most alike first. Both scorers
-    over all pairs at once, in C and on every core (rapidfuzz's cdist): a library of a thousand skills costs a
-    fraction of a second."""
-    described = [e for e in entries if e.description]
-    if len(described) < 2:
-        return {}
-    from rapidfuzz import fuzz
-    from rapidfuzz.process import cdist
+def _sentences_sorted(text: str) -> str:
+    """The text's sentences in sorted order: the same sentences in another order read as the same description.
+    (Sorting words instead would make any two descriptions written from a small vocabulary look alike.)"""
+    return " ".join(sorted(n for n in (_normal(s) for s in _SENTENCE_END.split(text)) if n))
 
-    texts = [_normal(e.description or "") for e in described]
-    in_order = [" ".join(sorted(text.split())) for text in texts]  # token_sort_ratio is ratio on these: sorted once
-    alike = cdist(texts, texts, scorer=fuzz.ratio, score_cutoff=SIMILAR_AT, workers=-1)
-    alike = alike.clip(min=cdist(in_order, in_order, scorer=fuzz.ratio, score_cutoff=SIMILAR_AT, workers=-1))
+
+def _alike(entries: Sequence[LibraryEntry]) -> dict[LibraryEntry, list[tuple[LibraryEntry, float]]]:
+    """Each skill → the others whose descriptions are at least ``SIMILAR_AT`` alike, most alike first. Each distinct
+    description is compared once with every other (rapidfuzz's extract, in C, cut off below the threshold), so a
+    library of copies costs what its distinct descriptions do."""
+    from rapidfuzz import fuzz, process
+
+    by_text: dict[str, list[LibraryEntry]] = defaultdict(list)
+    for entry in entries:
+        if entry.description:
+            by_text[_normal(entry.description)].append(entry)
+    texts = list(by_text)
+    in_order = [_sentences_sorted(by_text[text][0].description or "") for text in texts]
     out: dict[LibraryEntry, list[tuple[LibraryEntry, float]]] = defaultdict(list)
-    for i, j in zip(*alike.nonzero(), strict=True):
-        if i != j:
-            out[described[i]].append((described[j], float(alike[i, j])))
+    for same in by_text.values():  # the very same description: 100 % alike (a copy of the same name is said above)
+        if len({entry.name for entry in same}) > 1 or not same[0].name:
+            for entry in same:
+                out[entry] += [(other, 100.0) for other in same if other is not entry and _distinct(entry, other)]
+    for i, text in enumerate(texts):
+        scores: dict[int, float] = {}
+        for query, choices in ((text, texts), (in_order[i], in_order)):
+            for _, score, j in process.extract(query, choices, scorer=fuzz.ratio, score_cutoff=SIMILAR_AT, limit=None):
+                if j != i:
+                    scores[j] = max(score, scores.get(j, 0.0))
+        for j, score in scores.items():
+            for entry in by_text[text]:
+                out[entry] += [(other, score) for other in by_text[texts[j]] if _distinct(entry, other)]
     return {entry: sorted(others, key=lambda pair: -pair[1]) for entry, others in out.items()}
+
+
+def _distinct(entry: LibraryEntry, other: LibraryEntry) -> bool:
+    """Two skills whose alike descriptions are a finding: not two of the same name (that is one already)."""
+    return not entry.name or entry.name != other.name
 
 
 def _duplicate(entry: LibraryEntry, other: LibraryEntry, more: int) -> Violation:

@@ -6,6 +6,7 @@ obtained, and the reasons a person needs to act on it. Nothing here does IO.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -175,6 +176,12 @@ class SkillScore:
         object.__setattr__(self, "points_covered", points_covered(self.dims))
         det = [by_dim[d] for d in DETERMINISTIC_DIMS]
         object.__setattr__(self, "deterministic_subtotal", total_of(det))
+
+    def with_violations(self, violations: tuple[Violation, ...]) -> SkillScore:
+        """The same score with these findings (findings never change a score: nothing is recomputed)."""
+        new = copy.copy(self)
+        object.__setattr__(new, "violations", violations)
+        return new
 
     def dim(self, dim: str) -> DimensionScore:
         for d in self.dims:

@@ -22,6 +22,7 @@ dim1 already checks ``name`` (1–64 lowercase letters, digits and single hyphen
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from scoring.document import SkillDocument
@@ -45,8 +46,11 @@ def spec_violations(doc: SkillDocument) -> list[Violation]:
     found = _body_size(doc)
     if not isinstance(doc.frontmatter, dict):
         return found
-    lines = key_lines(doc.text)
-    found += _duplicate_keys(doc.text)
+    keys = _keys(doc.text)
+    lines: dict[str, int] = {}
+    for key, number in keys:
+        lines.setdefault(key, number)
+    found += _duplicate_keys(keys)
     for key, value in doc.frontmatter.items():
         line = lines.get(str(key), 2)
         if str(key) not in SPEC_FIELDS:
@@ -75,22 +79,32 @@ def key_lines(text: str) -> dict[str, int]:
 
 
 def _keys(text: str) -> list[tuple[str, int]]:
-    """Every top-level key of the frontmatter with its line, in order, repeats included."""
+    """Every top-level key of the frontmatter with its line, in order, repeats included (only the frontmatter's
+    lines are read: the body may be a thousand times longer)."""
     keys = []
-    for number, line in enumerate(text.split("\n")[1:], start=2):
-        if line.rstrip() == "---":
-            break
+    for number, line in enumerate(_frontmatter_lines(text), start=2):
         match = _KEY.match(line)
         if match:
             keys.append((match.group(1).strip("'\""), number))
     return keys
 
 
-def _duplicate_keys(text: str) -> list[Violation]:
+def _frontmatter_lines(text: str) -> Iterator[str]:
+    start = text.find("\n") + 1
+    while start:
+        end = text.find("\n", start)
+        line = text[start:] if end == -1 else text[start:end]
+        if line.rstrip() == "---":
+            return
+        yield line
+        start = end + 1 if end != -1 else 0
+
+
+def _duplicate_keys(keys: list[tuple[str, int]]) -> list[Violation]:
     """A key given twice: YAML readers differ (PyYAML keeps the last, js-yaml and strictyaml refuse the file)."""
     first: dict[str, int] = {}
     found = []
-    for key, number in _keys(text):
+    for key, number in keys:
         if key in first:
             found.append(Violation("duplicate_key", number, f"'{key}' is given again (first on line {first[key]}): "
                                    "YAML readers differ — some keep the last, some refuse the file; keep one"))

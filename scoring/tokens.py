@@ -6,6 +6,8 @@ import math
 
 
 def estimate_tokens(text: str) -> int:
-    """About four characters a token, one a token for CJK (which tokenizers split about that finely)."""
-    cjk = sum(1 for ch in text if "\u3000" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" or "\uf900" <= ch <= "\ufaff")
-    return cjk + math.ceil((len(text) - cjk) / 4)
+    """About four characters a token, and one a token for CJK (which tokenizers split about that finely), counted by
+    UTF-8 length — a CJK character is three bytes, so (bytes - characters) / 2 of them — which takes one pass in C
+    where classifying each character takes a Python step per character."""
+    wide = 0 if text.isascii() else (len(text.encode("utf-8", "surrogatepass")) - len(text)) // 2
+    return wide + math.ceil((len(text) - wide) / 4)

@@ -97,14 +97,15 @@ def with_reference_chains(score: SkillScore, source: SkillSource) -> SkillScore:
     skill_dir, onward = Path(source.path).parent, {}
     for name in followed(score.references):
         try:
-            text = (skill_dir / name).read_bytes()[:MAX_BYTES].decode("utf-8", errors="replace")
+            data = (skill_dir / name).read_bytes()[:MAX_BYTES]
         except OSError:
             continue  # listed, then gone or unreadable: the reference scan has said what it could
-        onward[name] = onward_targets(name, text, source.files)
+        if b"](" in data or b"`" in data:  # else it links nowhere: not worth decoding
+            onward[name] = onward_targets(name, data.decode("utf-8", errors="replace"), source.files)
     deep = deep_references(score.references, onward)
     if not deep:
         return score
-    return replace(score, violations=tuple(sorted((*score.violations, *deep), key=lambda v: (v.line or 0, v.kind))))
+    return score.with_violations(tuple(sorted((*score.violations, *deep), key=lambda v: (v.line or 0, v.kind))))
 
 
 def with_library(results: list[SkillResult]) -> list[SkillResult]:
@@ -115,7 +116,7 @@ def with_library(results: list[SkillResult]) -> list[SkillResult]:
         extra = found.get(result.entry.path, []) if result.entry is not None else []
         if extra and result.score is not None:
             ordered = sorted((*result.score.violations, *extra), key=lambda v: (v.line or 0, v.kind))
-            result.score = replace(result.score, violations=tuple(ordered))
+            result.score = result.score.with_violations(tuple(ordered))
     return results
 
 
