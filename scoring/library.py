@@ -27,6 +27,8 @@ from scoring.model import Violation
 from scoring.spec_rules import key_lines
 
 SIMILAR_AT = 70.0
+COMPARED = 1024  # characters of a description compared: the specification's most (dim1 flags a longer one), and a
+# bound on the comparison's cost, which grows with the product of two lengths (a hostile 2 MB description)
 MOST_ALIKE_SHOWN = 3  # per skill: a library of near-copies gets three findings a skill, and the count of the rest
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
@@ -91,13 +93,13 @@ def similarity(one: str, other: str) -> float:
 
 
 def _normal(text: str) -> str:
-    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+    return " ".join(_PUNCTUATION.sub(" ", text[:COMPARED].lower()).split())
 
 
 def _sentences_sorted(text: str) -> str:
     """The text's sentences in sorted order: the same sentences in another order read as the same description.
     (Sorting words instead would make any two descriptions written from a small vocabulary look alike.)"""
-    return " ".join(sorted(n for n in (_normal(s) for s in _SENTENCE_END.split(text)) if n))
+    return " ".join(sorted(n for n in (_normal(s) for s in _SENTENCE_END.split(text[:COMPARED])) if n))
 
 
 def _alike(entries: Sequence[LibraryEntry]) -> dict[LibraryEntry, list[tuple[LibraryEntry, float]]]:

@@ -55,3 +55,14 @@ def test_a_library_of_near_copies_gets_a_few_findings_a_skill_and_the_count_of_t
     (duplicate,) = [v for v in found["v0/csv/SKILL.md"] if v.kind == "duplicate_name"]
     assert "also the name of v1/csv/SKILL.md (and of 2 more)" in duplicate.message
     assert not [v for v in found["v0/csv/SKILL.md"] if v.kind == "similar_description"]  # the same name says it already
+
+
+def test_only_a_descriptions_first_1024_characters_are_compared_as_the_specification_allows_no_more():
+    """A hostile 2 MB description must not make the comparison cost the product of two such lengths."""
+    from scoring.library import COMPARED
+
+    head = SQL + " " + "x" * COMPARED
+    found = library_violations([entry("a/one/SKILL.md", "one", head + "a" * 200_000),
+                                entry("a/two/SKILL.md", "two", head + "b" * 200_000)])
+    assert [v.kind for v in found["a/one/SKILL.md"]] == ["similar_description"]
+    assert "100 % alike two's" in found["a/one/SKILL.md"][0].message
