@@ -239,9 +239,21 @@ def _walk(body: str, line_offset: int) -> Walked:
                 paragraphs.append(Paragraph(text, first, (tok.map[1] if tok.map else 1) + line_offset))
         if marked:
             links.extend(_targets(tok.children or [], body_lines, tok.map, first))
-            comments += [(first + tok.content.count("\n", 0, max(tok.content.find(c.content), 0)), c.content[4:-3])
-                         for c in tok.children or () if c.type == "html_inline" and c.content.startswith("<!--")]
+            comments += _inline_comments(tok.content, tok.children or [], first)
     return tuple(headings), tuple(paragraphs), tuple(links), tuple(comments)
+
+
+def _inline_comments(content: str, children: list[Token], first_line: int) -> list[tuple[int, str]]:
+    """(line, text) of the HTML comments among a block's inline tokens, found in order through its content."""
+    found, search_from, counted, line = [], 0, 0, first_line
+    for child in children:
+        if child.type == "html_inline" and child.content.startswith("<!--"):
+            where = content.find(child.content, search_from)
+            if where != -1:
+                line, counted = line + content.count("\n", counted, where), where
+                search_from = where + len(child.content)
+            found.append((line, child.content[4:-3]))
+    return found
 
 
 def _comments_in(html: str, first_line: int) -> list[tuple[int, str]]:

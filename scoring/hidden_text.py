@@ -208,27 +208,33 @@ def _secrets(text: str) -> list[Violation]:
     if not _ANY_HINT.search(text):
         return found  # almost every skill: one pass in C finds no key format's literal text
     for secret in SECRETS:
-        for start, end in _lines_holding(text, secret.hints):
+        for number, start, end in _lines_holding(text, secret.hints):
             for match in secret.pattern.finditer(text, start, end):
                 value = match.group(0)
                 if secret.name != "private key block" and _PLACEHOLDER.search(value):
                     continue  # a documented example (AKIAIOSFODNN7EXAMPLE) or a placeholder, not a key
-                found.append(Violation("secret", text.count("\n", 0, match.start()) + 1,
+                found.append(Violation("secret", number,
                                        f"{secret.name} {_masked(value)}: a secret in a skill reaches every agent and "
                                        "repository that loads it; remove it, revoke it, and read it from the environment"))
     return found
 
 
-def _lines_holding(text: str, hints: tuple[str, ...]) -> list[tuple[int, int]]:
-    """(start, end) of each line holding one of ``hints``, found by substring search (in C, no regex)."""
+def _lines_holding(text: str, hints: tuple[str, ...]) -> list[tuple[int, int, int]]:
+    """(number, start, end) of each line holding one of ``hints``, found by substring search (in C, no regex)."""
     spans: set[tuple[int, int]] = set()
     for hint in hints:
         at = text.find(hint)
         while at != -1:
             end = text.find("\n", at)
-            spans.add((text.rfind("\n", 0, at) + 1, len(text) if end == -1 else end))
-            at = text.find(hint, at + len(hint))
-    return sorted(spans)
+            end = len(text) if end == -1 else end
+            spans.add((text.rfind("\n", 0, at) + 1, end))
+            at = text.find(hint, end)  # the rest of this line is searched by the pattern: each line once
+    numbered, number, counted = [], 1, 0
+    for start, end in sorted(spans):  # line numbers counted once through the text, not from its start each time
+        number += text.count("\n", counted, start)
+        counted = start
+        numbered.append((number, start, end))
+    return numbered
 
 
 def _masked(value: str) -> str:

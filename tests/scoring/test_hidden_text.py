@@ -128,3 +128,8 @@ def test_comments_are_found_where_markdown_hides_them_block_or_inline_and_not_in
     text = ("---\nname: x\n---\n# T\n\nPara text <!-- agent: go\nrogue --> end\n\n<!-- note for\nthe assistant -->\n\n"
             "`<!-- agent: in a code span -->`\n\n    <!-- agent: indented code -->\n")
     assert [(v.kind, v.line) for v in scan(text)] == [("hidden_instruction", 6), ("hidden_instruction", 9)]
+
+
+def test_several_comments_in_one_paragraph_each_get_their_own_line():
+    text = "# T\n\nStart <!-- agent: one\nspans two lines --> and <!-- agent: two --> here\nthen <!-- agent: three -->\n"
+    assert [v.line for v in scan(text)] == [3, 4, 5]
