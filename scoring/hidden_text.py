@@ -99,7 +99,7 @@ def _characters(text: str) -> list[Violation]:
         return found  # almost every skill, CJK ones too: a pass or two in C
     for number, line in _suspect_lines(text):
         by_kind: dict[ViolationKind, list[str]] = {}
-        for kind, what in _line_findings(line, number == 1):
+        for kind, _, what in _line_findings(line, number == 1):
             by_kind.setdefault(kind, []).append(what)
         found += [Violation(kind, number, _message(kind, whats)) for kind, whats in by_kind.items()]
     return found
@@ -119,9 +119,9 @@ def _suspect_lines(text: str) -> Iterator[tuple[int, str]]:
         yield number, text[line_start:last]
 
 
-def _line_findings(line: str, first_line: bool) -> list[tuple[ViolationKind, str]]:
-    """Each hidden character of one line that is not needed where it stands: its kind, and what it is."""
-    out: list[tuple[ViolationKind, str]] = []
+def _line_findings(line: str, first_line: bool) -> list[tuple[ViolationKind, int, str]]:
+    """Each hidden character of one line that is not needed where it stands: its kind, column, and what it is."""
+    out: list[tuple[ViolationKind, int, str]] = []
     flag_columns = {c for m in _FLAG_TAG.finditer(line) for c in range(m.start(), m.end())} if "\U0001f3f4" in line else set()
     rtl: bool | None = None
     tags: list[int] = []
@@ -130,33 +130,33 @@ def _line_findings(line: str, first_line: bool) -> list[tuple[ViolationKind, str
     for match in _SUSPECT.finditer(line):  # only the characters that may be hidden: a CJK line is mostly none
         column, code = match.start(), ord(match.group())
         if tags and not (code in TAGS and column == last_tag + 1):
-            out.append(("smuggled_text", _spelled(tags)))
+            out.append(("smuggled_text", last_tag, _spelled(tags)))
             tags = []
         if code in TAGS:
             if column not in flag_columns:
                 tags.append(code)
                 last_tag = column
         elif code in BIDI_CONTROLS:
-            out.append(("bidi_control", _named(code, column)))
+            out.append(("bidi_control", column, _named(code, column)))
         elif code in BIDI_MARKS:
             rtl = bool(_RTL.search(line)) if rtl is None else rtl
             if not rtl:
-                out.append(("bidi_control", _named(code, column)))
+                out.append(("bidi_control", column, _named(code, column)))
         elif code in ZERO_WIDTH_ALWAYS:
             if not (code == 0xFEFF and first_line and column == 0):
-                out.append(("zero_width", _named(code, column)))
+                out.append(("zero_width", column, _named(code, column)))
         elif code in JOINERS:
             if _touches_ascii_word(line, column):
-                out.append(("zero_width", _named(code, column)))
+                out.append(("zero_width", column, _named(code, column)))
         elif code in VARIATION_SELECTORS:
             start, end = _run(line, column)
             if end - start >= 2 and start not in runs:  # one after the character it selects is how they work
                 runs.add(start)
-                out.append(("smuggled_text", f"a run of {end - start} variation selectors from column {start + 1}"))
+                out.append(("smuggled_text", start, f"a run of {end - start} variation selectors from column {start + 1}"))
         else:  # the format characters (Cf) _SUSPECT lists
-            out.append(("invisible_character", _named(code, column)))
+            out.append(("invisible_character", column, _named(code, column)))
     if tags:
-        out.append(("smuggled_text", _spelled(tags)))
+        out.append(("smuggled_text", last_tag, _spelled(tags)))
     return out
 
 
@@ -264,13 +264,8 @@ def strip_hidden(text: str) -> tuple[str, list[str]]:
         if not _SUSPECT.search(line):
             lines.append(line)
             continue
-        kept = []
-        flagged = {what for kind, what in _line_findings(line, number == 1) if kind in ("bidi_control", "zero_width")}
-        for column, ch in enumerate(line):
-            name = _named(ord(ch), column)
-            if name in flagged:
-                changes.append(f"line {number}: removed {name}")
-            else:
-                kept.append(ch)
-        lines.append("".join(kept))
+        removed = {column: what for kind, column, what in _line_findings(line, number == 1)
+                   if kind in ("bidi_control", "zero_width")}
+        changes += [f"line {number}: removed {what}" for _, what in sorted(removed.items())]
+        lines.append("".join(ch for column, ch in enumerate(line) if column not in removed))
     return "\n".join(lines), changes

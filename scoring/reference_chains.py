@@ -11,9 +11,10 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 
 from scoring.model import Reference, Violation
+from scoring.validation import RESOURCE_FOLDERS
 
 _LINK = re.compile(r"\]\(\s*<?([^)\s>]+)")
-_CODE_PATH = re.compile(r"`((?:references|scripts|assets|examples|templates)/[^`\s]+)`")
+_CODE_PATH = re.compile(rf"`((?:{RESOURCE_FOLDERS})/[^`\s]+)`")
 _EXTERNAL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|#|/)")
 
 

@@ -25,7 +25,8 @@ _MERGE_MARKER_TEXTS = ("<<<<<<< ", ">>>>>>> ", "=======")
 _MERGE_MARKER = re.compile(r"^(<<<<<<< |>>>>>>> |=======$)", re.MULTILINE)
 _URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
-_CODE_SPAN_PATH = re.compile(r"^(references|scripts|assets|examples|templates)/\S+$")
+RESOURCE_FOLDERS = "references|scripts|assets|examples|templates"  # a code span under one of these is a reference
+_CODE_SPAN_PATH = re.compile(rf"^({RESOURCE_FOLDERS})/\S+$")
 
 
 def merge_markers(text: str) -> list[Violation]:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from flows.cli import app
 from scoring.model import Reference
 from scoring.reference_chains import deep_references, followed, onward_targets
 from tests.conftest import write_skill
+from tests.support.score_runs import run_score
 from tests.support.skill_texts import GOOD
 
 FILES = frozenset({"SKILL.md", "references/advanced.md", "references/details.md", "scripts/run.py"})
@@ -40,8 +38,8 @@ def test_luban_score_reads_the_referenced_files_and_reports_the_chain(tmp_path: 
     write_skill(tmp_path, "chained", text, {"references/guide.md": "# Guide\n\nThe rest is in [more](more.md).\n",
                                              "references/more.md": "# More\n"})
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(app, ["score", "chained", "--json"], env={"GITHUB_WORKSPACE": ""})
-    found = [v for v in json.loads(result.stdout)["skills"][0]["violations"] if v["kind"] == "deep_reference"]
+    _, out, _ = run_score("chained", "--json")
+    found = [v for v in json.loads(out)["skills"][0]["violations"] if v["kind"] == "deep_reference"]
     line = text.split("\n").index("See [the guide](references/guide.md).") + 1
     assert [(v["line"], v["message"].split(",")[0]) for v in found] == [
         (line, "references/guide.md links on to references/more.md")]

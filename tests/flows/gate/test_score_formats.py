@@ -10,10 +10,9 @@ from pathlib import Path
 
 import git
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli import app
 from tests.conftest import REPO_ROOT, write_skill
+from tests.support.score_runs import run_score
 from tests.support.skill_texts import GOOD
 
 JUNIT_XSD = REPO_ROOT / ".venv" / "share" / "luban-test-schemas" / "junit-10.xsd"
@@ -39,9 +38,7 @@ See [guide](references/guide.md) and [a style](references/styles/<style>.md).
 """
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["score", *args], env={"COLUMNS": "200", "GITHUB_WORKSPACE": "", **(env or {})})
-    return result.exit_code, result.stdout, result.stderr
+run = run_score
 
 
 @pytest.fixture

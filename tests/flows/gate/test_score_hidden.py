@@ -9,10 +9,9 @@ from pathlib import Path
 
 import git
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli import app
 from tests.conftest import write_skill
+from tests.support.score_runs import run_score
 from tests.support.skill_texts import GOOD
 
 TOKEN = "ghp_" + "Zq8" * 12
@@ -28,9 +27,7 @@ PROBLEMS = {  # kind → the line that has it (appended to a skill that is other
 ERRORS = {"smuggled_text", "hidden_instruction", "secret"}
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(app, ["score", *args], env={"COLUMNS": "200", "GITHUB_WORKSPACE": ""})
-    return result.exit_code, result.stdout, result.stderr
+run = run_score
 
 
 @pytest.fixture

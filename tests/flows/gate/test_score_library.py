@@ -8,16 +8,15 @@ from pathlib import Path
 
 import git
 import pytest
-from typer.testing import CliRunner
 
-from flows.cli import app
 from tests.conftest import write_skill
+from tests.support.score_runs import run_score
 from tests.support.skill_texts import GOOD
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["score", *args], env={"COLUMNS": "200", "GITHUB_WORKSPACE": ""})
-    return result.exit_code, result.stdout
+    code, out, _ = run_score(*args)
+    return code, out
 
 
 @pytest.fixture
