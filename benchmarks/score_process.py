@@ -7,7 +7,10 @@ The skills are copies of the public corpus beside the project (../shared/corpus)
 skills (tests/support/generated_skills.py), laid out as skill directories with their files. The two commands take
 turns (floor, luban, floor, luban, ...), and each process's CPU time (user + system) and peak RSS come from the
 kernel (os.wait4), so a VM whose speed drifts between passes affects both sides of a pair alike. Prints each pair's
-ratio, the median ratio and its range. Target (issue 20): the median at or under 1.25.
+ratio, the median ratio and its range. Target (issues 20 and 29): the median at or under 1.25 on the corpus, whose
+skills are real-sized (about 8 KB each). The generated skills are about 1.7 KB: the parse is a fifth as long while
+what Luban does per skill regardless of its length (listing its files, the JSON entry) is not, so the ratio there
+is higher and says so rather than standing in for the target.
 """
 
 from __future__ import annotations
@@ -68,7 +71,10 @@ def main() -> None:
     luban = [str(Path(sys.executable).parent / "luban"), "score", "--json"]
     with tempfile.TemporaryDirectory(prefix="luban-score-process-") as scratch:
         root = copies(Path(scratch), args.copies)
-        print(f"{args.copies} skill copies from {CORPUS if CORPUS.is_dir() else 'generated skills'}; {args.pairs} pairs")
+        sizes = [path.stat().st_size for path in root.rglob("SKILL.md")]
+        real = CORPUS.is_dir() and any(CORPUS.rglob("SKILL.md"))  # else skill_folders fell back to generated skills
+        print(f"{args.copies} skill copies from {CORPUS if real else 'generated skills'} (SKILL.md {sum(sizes) / len(sizes):,.0f} "
+              f"bytes on average); {args.pairs} pairs")
         measured([sys.executable, "-c", FLOOR, str(root)])  # warm the page cache for both
         ratios = []
         for pair in range(args.pairs):
@@ -78,8 +84,9 @@ def main() -> None:
             print(f"pair {pair + 1}: parse-only {floor_cpu:5.2f} s CPU {floor_rss:5.0f} MiB | luban score --json "
                   f"{luban_cpu:5.2f} s CPU {luban_rss:5.0f} MiB | ratio {ratios[-1]:.3f}")
     median = statistics.median(ratios)
+    verdict = ("met" if median <= TARGET else "NOT met") if real else "set on the corpus's real-sized skills, not these"
     print(f"luban score / parse-only, CPU: median {median:.3f} (range {min(ratios):.3f}-{max(ratios):.3f}, "
-          f"{len(ratios)} pairs); target <= {TARGET}: {'met' if median <= TARGET else 'NOT met'}")
+          f"{len(ratios)} pairs); target <= {TARGET}: {verdict}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ followed: no skill can make Luban read outside it.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -72,18 +73,34 @@ def read_skill(skill_file: Path) -> SkillSource:
     name = skill_dir.absolute().name
     shown = str(skill_file)
     try:
-        if skill_file.is_symlink() and not _inside(_resolve(skill_file), skill_dir.resolve()):
-            return SkillSource(name, shown, error=f"{shown}: is a symlink to outside its skill directory; replace it with the file itself")
-        info = skill_file.stat()
+        info = os.lstat(skill_file)
+        if stat.S_ISLNK(info.st_mode):
+            if not _inside(_resolve(skill_file), skill_dir.resolve()):
+                return SkillSource(name, shown, error=f"{shown}: is a symlink to outside its skill directory; replace it "
+                                   "with the file itself")
+            info = os.stat(skill_file)
         if not stat.S_ISREG(info.st_mode):
             return SkillSource(name, shown, error=f"{shown}: is not a regular file")
         if info.st_size > MAX_BYTES:
             return SkillSource(name, shown, error=f"{shown}: is {info.st_size:,} bytes, over the 2 MiB limit; move detail into references/")
-        with open(skill_file, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+        data = read_at_most(skill_file, MAX_BYTES + 1)
     except OSError as err:
         return SkillSource(name, shown, error=f"{shown}: cannot be read ({err.strerror or err}); check it exists and is readable")
     return SkillSource(name, shown, data=data, files=list_files(skill_dir))
+
+
+def read_at_most(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The first ``limit`` bytes of a regular file, however large it is (or grows while read); OSError for anything
+    else. Opened without blocking (a FIFO opened to read waits for a writer: a skill could hang the gate), and asks
+    for what the file's size says, not for ``limit``: a buffered read of n bytes allocates n first, and 2 MiB per
+    small file cost four times the reading itself."""
+    with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        size = info.st_size
+        data = handle.read(min(size + 1, limit))
+        return data + handle.read(limit - len(data)) if len(data) > size else data  # it grew while read
 
 
 def list_files(skill_dir: Path) -> frozenset[str]:
@@ -91,7 +108,7 @@ def list_files(skill_dir: Path) -> frozenset[str]:
 
     os.walk's top-down order and rules (a link to a directory is not entered), with os.scandir's entries read
     once: a file's type comes with its directory listing, so only a symlink costs a system call."""
-    root = skill_dir.resolve()
+    root: Path | None = None  # resolved when a link is met: most skills have none
     listed: set[str] = set()
     pending = [(os.fspath(skill_dir), "")]
     while pending:
@@ -107,8 +124,10 @@ def list_files(skill_dir: Path) -> frozenset[str]:
                 if entry.name not in _SKIP_DIRS and not entry.is_symlink():
                     subfolders.append((entry.path, f"{prefix}{entry.name}/"))
                 continue
-            if entry.is_symlink() and not _inside(_resolve(Path(entry.path)), root):
-                continue  # a link out of the skill is not a file of the skill
+            if entry.is_symlink():
+                root = root or skill_dir.resolve()
+                if not _inside(_resolve(Path(entry.path)), root):
+                    continue  # a link out of the skill is not a file of the skill
             listed.add(prefix + entry.name)
             if len(listed) >= _MAX_LISTED_FILES:
                 return frozenset(listed)

@@ -16,7 +16,7 @@ from scoring.document import MAX_BYTES, parse
 from scoring.library import LibraryEntry, entry_of, library_violations
 from scoring.model import DimensionScore
 from scoring.rubric import score_document
-from workspace.skill_source import SkillSource, discover, read_skill, source_text
+from workspace.skill_source import SkillSource, discover, read_at_most, read_skill, source_text
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
 
@@ -94,10 +94,10 @@ def with_reference_chains(score: SkillScore, source: SkillSource) -> SkillScore:
     Markdown files it references are read here (inside the skill's directory, as listed) for their own links."""
     from scoring.reference_chains import deep_references, followed, onward_targets
 
-    skill_dir, onward = Path(source.path).parent, {}
+    skill_dir, onward = os.path.dirname(source.path), {}
     for name in followed(score.references):
         try:
-            data = (skill_dir / name).read_bytes()[:MAX_BYTES]
+            data = read_at_most(os.path.join(skill_dir, name), MAX_BYTES)
         except OSError:
             continue  # listed, then gone or unreadable: the reference scan has said what it could
         if b"](" in data or b"`" in data:  # else it links nowhere: not worth decoding
@@ -136,9 +136,12 @@ def fix_hidden(options: ScoreOptions) -> list[str]:
         files = [item for item in discover(list(options.paths)) if isinstance(item, Path)]
     said = []
     for path in files:
+        source = read_skill(path)  # read as the scorer reads it: no FIFO, no link out of the skill, no 50 MB
         try:
-            text = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = source.data.decode("utf-8") if source.data is not None and source.error is None else None
+        except UnicodeDecodeError:
+            text = None
+        if text is None:
             continue  # scored next, and reported there as unreadable
         fixed, changes = strip_hidden(text)
         if changes:

@@ -7,14 +7,17 @@ import string
 import sys
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from scoring.document import Heading
 from scoring.structure_rules import (
     _NOT_ALNUM,
+    CHAPTER_GROUPS,
     COUNTER_EXAMPLE_CUES,
     COUNTER_EXAMPLE_WORDS,
     LEADING_NUMBERING,
+    chapter_groups,
     counter_example_cues,
     find_cues,
     normalize,
@@ -113,6 +116,24 @@ def test_one_heading_can_count_for_two_groups():
     d = dim("# Workflow and rules\n## Overview\n", "dim7")
     assert sorted(dict(d.details)["groups"]) == ["constraints", "philosophy", "workflow"]
     assert d.score == 10
+
+
+_HEADING_WORDS = st.sampled_from([w for words in CHAPTER_GROUPS.values() for w in words]
+                                  + ["RULE", "Ru", "le", "how to", "use", " ", "İ", "Σ", "\n", "note", "第"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_HEADING_WORDS, max_size=4).map("".join), max_size=8))
+@example(["How to", "use it", "Ru", "le"])  # no group word across two headings
+def test_chapter_groups_is_the_first_heading_naming_each_group(texts):
+    """chapter_groups searches all headings at once; it finds what checking each heading for each word finds."""
+    headings = tuple(Heading(2, text, line) for line, text in enumerate(texts, start=1))
+    expected = {}
+    for heading in headings:
+        for group, words in CHAPTER_GROUPS.items():
+            if group not in expected and any(w in heading.text.lower() for w in words):
+                expected[group] = heading
+    assert chapter_groups(headings) == expected
 
 
 def test_dim7_duplicate_sibling_headings():
@@ -233,7 +254,8 @@ def test_not_alnum_pattern_is_str_isalnum_over_all_of_unicode():
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80) | st.text(alphabet=string.printable, max_size=80))
-def test_normalize_ascii_fast_path_equals_the_regex(text):
+def test_normalize_fast_paths_equal_the_regex(text):
+    """ASCII text through a byte table; other text through the table on its UTF-8, then a regex: as the regex alone."""
     stripped = LEADING_NUMBERING.sub("", text.lower(), count=1)
     assert normalize(text) == _NOT_ALNUM.sub("", stripped)
 

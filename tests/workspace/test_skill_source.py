@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import write_skill
-from workspace.skill_source import discover, list_files, read_skill
+from workspace.skill_source import discover, list_files, read_at_most, read_skill
 
 
 def test_reads_bytes_and_lists_files_relative_to_the_skill(tmp_path: Path):
@@ -25,6 +27,32 @@ def test_skill_file_symlinked_out_of_the_skill_is_refused(tmp_path: Path):
     source = read_skill(tmp_path / "skills" / "evil" / "SKILL.md")
     assert source.data is None
     assert "symlink to outside its skill directory" in (source.error or "")
+
+
+def test_skill_file_symlinked_inside_the_skill_is_read_and_a_dangling_one_named(tmp_path: Path):
+    path = write_skill(tmp_path, "s", "x", {"docs/real.md": "---\nname: s\n---\n"})
+    path.unlink()
+    path.symlink_to(path.parent / "docs" / "real.md")
+    assert read_skill(path).data == b"---\nname: s\n---\n"
+    (path.parent / "docs" / "real.md").unlink()
+    assert "SKILL.md: cannot be read" in (read_skill(path).error or "")
+
+
+def test_read_at_most_reads_a_file_whole_up_to_the_limit(tmp_path: Path):
+    (tmp_path / "f").write_bytes(b"0123456789")
+    assert read_at_most(tmp_path / "f", 100) == b"0123456789"
+    assert read_at_most(tmp_path / "f", 4) == b"0123"
+    (tmp_path / "empty").write_bytes(b"")
+    assert read_at_most(tmp_path / "empty", 4) == b""
+
+
+def test_read_at_most_reads_past_the_size_the_file_reported():
+    """What a file that grew after its size was read looks like: /proc reports size 0 and holds text."""
+    status = Path("/proc/self/status")
+    if not status.exists():
+        pytest.skip("needs Linux's /proc, whose files report size 0")
+    assert os.stat(status).st_size == 0
+    assert read_at_most(status, 5) == b"Name:"
 
 
 def test_symlinked_reference_out_of_the_skill_is_not_a_file_of_it(tmp_path: Path):

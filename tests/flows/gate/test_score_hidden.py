@@ -76,3 +76,23 @@ def test_fix_removes_the_zero_width_and_bidi_characters_and_nothing_else(skill):
     assert {v["kind"] for v in json.loads(out)["skills"][0]["violations"]} == set(PROBLEMS) - {"zero_width", "bidi_control"}
     assert code == 1  # what --fix may not touch still fails the gate
     assert run("skills", "--fix", "--json")[2] == ""  # nothing left to fix: nothing said, nothing written
+
+
+@pytest.mark.timeout(60)  # the old --fix opened the FIFO and waited for a writer forever
+def test_fix_reads_skills_as_the_scorer_does_no_fifo_and_no_link_out(skill, tmp_path: Path):
+    """--fix opens nothing the scorer would refuse: a FIFO would hang it; a SKILL.md linked to a file outside its
+    skill is neither read nor rewritten. The other skills are still fixed."""
+    import os
+
+    path, _ = skill
+    (tmp_path / "skills" / "fifo").mkdir()
+    os.mkfifo(tmp_path / "skills" / "fifo" / "SKILL.md")
+    outside = tmp_path / "outside.md"
+    outside.write_text(GOOD.format(name="linked") + "\nde\u200bploy\n")
+    (tmp_path / "skills" / "linked").mkdir()
+    (tmp_path / "skills" / "linked" / "SKILL.md").symlink_to(outside)
+    code, _, err = run("skills", "--fix", "--json")
+    assert "fixed skills/hidden/SKILL.md" in err and "linked" not in err
+    assert "\u200b" not in path.read_text() and "\u200b" in outside.read_text()
+    assert (tmp_path / "skills" / "linked" / "SKILL.md").is_symlink()
+    assert code == 2  # the FIFO and the link out cannot be scored: named in the report, not hung on
