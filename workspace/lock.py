@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TextIO
 
 
 class WorkspaceLocked(RuntimeError):
@@ -26,14 +27,16 @@ class WorkspaceLocked(RuntimeError):
 @dataclass
 class WorkspaceLock:
     path: Path
-    handle: object | None = None
+    handle: TextIO | None = None
     took_over_from: dict | None = None
     subject: str = ""  # what the lock guards, in a refusal (default: the folder the lock file is in)
     details: dict | None = None  # more for whoever reads the holder (a repository's: the branch the run was asked on)
 
     def acquire(self) -> WorkspaceLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the run's life: the flock lives on it
+        # Read-write, created if missing, never truncated on open and not in append mode: the record is rewritten in
+        # place at offset 0 (_rewrite), which append mode would send to the end instead.
+        handle = open(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")  # noqa: SIM115 - held open for the run's life: the flock lives on it
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -47,16 +50,12 @@ class WorkspaceLock:
         previous = _read(self.path)
         if previous:
             self.took_over_from = previous  # its process is gone: the kernel released its flock
-        handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps({
+        _rewrite(handle.fileno(), {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "started": datetime.now(UTC).isoformat(),
             **(self.details or {}),
-        }))
-        handle.flush()
-        os.fsync(handle.fileno())
+        })
         self.handle = handle
         return self
 
@@ -64,13 +63,7 @@ class WorkspaceLock:
         """Add to what the held lock file says about its holder (e.g. the lease it holds on a Prefect server)."""
         if self.handle is None:
             raise RuntimeError(f"{self.path}: not held; acquire it first")
-        handle = self.handle
-        current = _read(self.path)
-        handle.seek(0)  # type: ignore[attr-defined]
-        handle.truncate()  # type: ignore[attr-defined]
-        handle.write(json.dumps({**current, **details}))  # type: ignore[attr-defined]
-        handle.flush()  # type: ignore[attr-defined]
-        os.fsync(handle.fileno())  # type: ignore[attr-defined]
+        _rewrite(self.handle.fileno(), {**_read(self.path), **details})
 
     def warning(self) -> str | None:
         if not self.took_over_from:
@@ -81,10 +74,9 @@ class WorkspaceLock:
         if self.handle is None:
             return
         handle, self.handle = self.handle, None
-        handle.seek(0)  # type: ignore[attr-defined]
-        handle.truncate()  # type: ignore[attr-defined]
-        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)  # type: ignore[attr-defined]
-        handle.close()  # type: ignore[attr-defined]
+        os.ftruncate(handle.fileno(), 0)
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
 
     def __enter__(self) -> WorkspaceLock:
         return self if self.handle is not None else self.acquire()
@@ -146,6 +138,25 @@ def repository_lock(git_common_dir: Path, repository: Path, asked_on: str | None
     worktree of the repository sees the same lock."""
     return WorkspaceLock(git_common_dir / "luban-run.lock", subject=f"the git repository {repository}",
                          details={"asked_on": asked_on} if asked_on else None)
+
+
+def _rewrite(fd: int, record: dict) -> None:
+    """The lock file's record replaced in place, never by a rename: the flock lives on this inode. The new record is
+    written over the old one, padded with spaces to the old one's length, then the file is cut to the new length: a
+    process killed between the two leaves the new record and blanks, never an empty or half-written record (the next
+    run could not tell an empty one from a holder it must not overrule)."""
+    text = json.dumps(record).encode("utf-8")
+    _write_over(fd, text.ljust(os.fstat(fd).st_size))
+    _cut(fd, len(text))
+
+
+def _write_over(fd: int, data: bytes) -> None:
+    os.pwrite(fd, data, 0)  # one system call for a record of a few hundred bytes: one page, never torn by a kill
+
+
+def _cut(fd: int, length: int) -> None:
+    os.ftruncate(fd, length)
+    os.fsync(fd)
 
 
 def _read(path: Path) -> dict:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO_ROOT
+from tests.reliability.crash import STEP_HOOK
 from workspace import meta_learnings, profile, rejected_edits, test_prompts
 from workspace.layout import CrossModeError, Workspace
 from workspace.lock import WorkspaceLock, WorkspaceLocked, acquire_with_timeout
@@ -258,6 +262,35 @@ def test_lock_of_a_killed_process_is_taken_over_with_a_warning(tmp_path: Path):
     with WorkspaceLock(path) as lock:
         assert f"pid {holder.pid}" in (lock.warning() or "")
         assert json.loads(path.read_text())["pid"] == os.getpid()
+
+
+def _killed_at_cut(path: Path, nth: int, then: str = "") -> int:
+    """A child that takes the lock and runs ``then``, SIGKILLed the ``nth`` time the lock file's record is about to be
+    cut to length (the first: its acquire), after the new record is written over the old; the child's pid."""
+    code = (STEP_HOOK + "import os\nfrom pathlib import Path\nfrom workspace.lock import WorkspaceLock\n"
+            f"print(os.getpid(), flush=True)\nlock = WorkspaceLock(Path({str(path)!r})).acquire()\n{then}\n")
+    child = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "LUBAN_KILL_AT": f"_cut:call:{nth}:"})
+    assert child.returncode == -9, child.stderr[-2000:]
+    return int(child.stdout.split()[0])
+
+
+def test_a_note_killed_before_its_cut_leaves_the_whole_new_record(tmp_path: Path):
+    path = tmp_path / "luban.lock"
+    pid = _killed_at_cut(path, 2, "lock.note(lease='taking', lease_seconds=30)")
+    assert json.loads(path.read_text()) | {"started": "", "host": ""} == {
+        "pid": pid, "started": "", "host": "", "lease": "taking", "lease_seconds": 30}
+
+
+def test_a_takeover_killed_before_its_cut_leaves_its_own_record_not_the_longer_old_one(tmp_path: Path):
+    path = tmp_path / "luban.lock"
+    path.write_text(json.dumps({"pid": 1, "host": "elsewhere", "started": "then", "lease": "x" * 300}))
+    pid = _killed_at_cut(path, 1)
+    text = path.read_text()
+    assert text.endswith(" " * 100)  # the old record's length, padded: the cut never happened
+    assert json.loads(text)["pid"] == pid and "lease" not in json.loads(text)
+    with WorkspaceLock(path) as lock:  # the next run reads who it takes over from
+        assert f"pid {pid}" in (lock.warning() or "")
 
 
 # --- manifest and backups -----------------------------------------------------------
