@@ -156,12 +156,16 @@ def lock_path(skills_dir: Path, workspace: str | None) -> Path:
 def routed(scope: Scope, records: int):
     """The mode router's reading of the batch: the skill that most needs full mode decides (RUBRIC's M)."""
     from scoring.governance.mode_router import route
+    from workspace.skill_source import read_skill, source_text
 
     routes = []
     for skill in scope.skills:
-        text = (scope.skills_dir / skill / "SKILL.md").read_text(encoding="utf-8", errors="replace")
-        routes.append(route(text, text.count("\n") + 1, 0, 0, records))
-    return max(routes, key=lambda r: r.m)
+        # Read as `luban score` reads (a FIFO opened plainly would hang the run here, a link out would be followed);
+        # a skill that cannot be read is left to Phase 0, which names it and goes on without it.
+        text, _ = source_text(read_skill(scope.skills_dir / skill / "SKILL.md"))
+        if text is not None:
+            routes.append(route(text, text.count("\n") + 1, 0, 0, records))
+    return max(routes or [route("", 1, 0, 0, records)], key=lambda r: r.m)
 
 
 def recorded_rows(workspace_root: Path) -> int:
