@@ -9,8 +9,11 @@ A skill is text an agent obeys, so anything that hides text from the person revi
   can carry bytes the same way (one holding a selector other than U+FE0F: VS16 alone follows nearly every emoji).
   Not an attack: a subdivision flag (U+1F3F4 followed by lowercase tag letters and U+E007F, e.g. England's flag),
   and one variation selector after the character it selects (️ in an emoji, an ideographic variation in a name).
-- ``hidden_instruction`` (error): an HTML comment outside code that addresses the agent (names it, or says to
-  ignore, override or keep something from the user): Markdown viewers hide it; the agent reads it.
+- ``hidden_instruction`` (error): an HTML comment outside code that instructs: addresses the agent (names it,
+  says to ignore or override, speaks to it "when you read this" or "before answering"), asks to keep something
+  from the user, asks to run, fetch or send something (curl, a pipe into a shell, "send … to" an address), or
+  names where credentials live (~/.ssh, .env). Markdown viewers hide it; the agent reads it. Keywords, not intent:
+  an instruction in none of these words passes.
 - ``bidi_control`` (warning): the embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069, which make a
   line display in another order than it is read ("Trojan Source", CVE-2021-42574); the marks U+200E, U+200F and
   U+061C only on a line with no right-to-left letter (where they are needed, they stay unflagged).
@@ -58,11 +61,26 @@ _SUSPECT_UTF8 = re.compile(rb"\xc2\xad|\xd8[\x80-\x85\x9c]|\xdb\x9d|\xdc\x8f|\xe
 _RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
 _FLAG_TAG = re.compile("\U0001f3f4[\U000e0030-\U000e0039\U000e0061-\U000e007a]+\U000e007f")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]")
-_ADDRESSES_AGENT = re.compile(
-    r"\b(?:agents?|assistants?|AI|LLMs?|(?:language )?models?|Claude|Codex|Cursor|Copilot|Gemini|GPT|ChatGPT|"
-    r"ignore (?:all |any |the )?(?:previous|prior|above|earlier|other)|disregard|override|system prompt|"
-    r"(?:do not|don't|never) (?:tell|mention|reveal|show|inform)|without (?:telling|asking|informing)|secretly)\b",
-    re.IGNORECASE)
+# What makes an HTML comment an instruction rather than a note, each a reason in the finding. Markdown viewers hide
+# the comment, the agent reads it: a lint directive, a TODO or a template's "replace with your description" is none
+# of these (tests/scoring/test_hidden_text.py keeps such notes clean, and attacks it was not written against flagged).
+_COMMENT_ASKS = (
+    ("addresses the agent", re.compile(
+        r"\b(?:agents?|assistants?|AI|LLMs?|(?:language )?models?|Claude|Codex|Cursor|Copilot|Gemini|GPT|ChatGPT|"
+        r"ignore (?:all |any |the )?(?:previous|prior|above|earlier|other)|disregard|override|system prompt|"
+        r"when you (?:read|see|load|process|parse|open)|before (?:answering|responding|replying|you (?:answer|respond|reply))|"
+        r"in (?:your|the|every) (?:next )?(?:reply|response|answer))\b", re.IGNORECASE)),
+    ("asks to keep something from the user", re.compile(
+        r"\b(?:secretly|quietly|silently|covertly|between us|tell nobody|"
+        r"(?:do not|don't|never) (?:tell|mention|reveal|show|inform|say|disclose|log|report)|"
+        r"without (?:telling|asking|informing|mentioning|notifying|reading)|hide (?:this|it) from)\b", re.IGNORECASE)),
+    ("asks to run, fetch or send something", re.compile(
+        r"\b(?:execute|exec|eval|sudo|curl|wget|exfiltrat\w*|upload|chmod|rm -rf)\b|\|\s*(?:ba|z)?sh\b|"
+        r"\bsend\b[^.;\n]{0,40}\bto\s+(?:https?://|\S+@)|\bnc\s+(?:-\w+\s+)*\d{1,3}(?:\.\d{1,3}){3}", re.IGNORECASE)),
+    ("names where credentials live", re.compile(
+        r"~/\.(?:ssh|aws|netrc|gnupg)|\bid_(?:rsa|ed25519|ecdsa)\b|\bauthorized_keys\b|(?<![\w.])\.env(?![\w.])|"
+        r"/etc/(?:passwd|shadow)\b", re.IGNORECASE)),
+)
 
 
 @dataclass(frozen=True)
@@ -246,11 +264,11 @@ def _comments(comments: Sequence[tuple[int, str]]) -> list[Violation]:
     """The HTML comments a viewer hides (one in a code span or block is shown as code) that address the agent."""
     found: list[Violation] = []
     for line, comment in comments:
-        said = _ADDRESSES_AGENT.search(comment)
+        why, said = next(((why, hit) for why, asks in _COMMENT_ASKS if (hit := asks.search(comment))), ("", None))
         if said:
             shown = " ".join(comment.split())
             found.append(Violation("hidden_instruction", line,
-                                   f"an HTML comment addresses the agent ({said.group(0)!r}: "
+                                   f"an HTML comment {why} ({said.group(0)!r}: "
                                    f"{shown[:80] + ('...' if len(shown) > 80 else '')!r}); viewers hide it and the "
                                    "agent reads it: say it in the text, or delete it"))
     return found

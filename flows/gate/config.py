@@ -31,7 +31,8 @@ _ERRORS = {  # fail the gate whatever the flags
                     "Resolve it and delete the marker lines.",
     "smuggled_text": "Invisible characters carry text (Unicode tag characters, runs of variation selectors): the agent "
                      "may read an instruction a reviewer cannot see. Delete them.",
-    "hidden_instruction": "An HTML comment outside code addresses the agent: Markdown viewers hide it, the agent reads "
+    "hidden_instruction": "An HTML comment outside code instructs the agent (speaks to it, asks for secrecy, asks to run "
+                          "or send something, names where credentials live): Markdown viewers hide it, the agent reads "
                           "it. Say it in the text, or delete it.",
     "secret": "A key or a private-key block in the skill (shown masked): every agent and repository that loads the "
               "skill gets it. Remove it, revoke it, read it from the environment.",
