@@ -104,6 +104,9 @@ class SkillDocument:
     paragraphs: tuple[Paragraph, ...]
     links: tuple[LinkTarget, ...]
     html_comments: tuple[tuple[int, str], ...] = ()  # (line, text) of each comment Markdown passes through as HTML
+    # (line, label and title) of each link definition that links nowhere — `[//]: # (text)`, `[x]: <> (text)`:
+    # Markdown's comment idiom, which renders as nothing at all
+    comment_definitions: tuple[tuple[int, str], ...] = ()
 
 
 def decode(data: bytes) -> str:
@@ -142,7 +145,7 @@ def parse(text: str) -> SkillDocument:
             index, start, end = closing
             frontmatter, fm_error = _load_yaml(text[4 : start - 1])
             body_start, body = index + 1, text[end + 1 :]
-    headings, paragraphs, links, comments = _walk(body, body_start)
+    headings, paragraphs, links, comments, definitions = _walk(body, body_start)
     return SkillDocument(
         text=text,
         frontmatter=frontmatter,
@@ -154,6 +157,7 @@ def parse(text: str) -> SkillDocument:
         paragraphs=paragraphs,
         links=links,
         html_comments=comments,
+        comment_definitions=definitions,
     )
 
 
@@ -208,7 +212,8 @@ def _failing_value_line(source: str) -> int:
     return 2
 
 
-Walked = tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...], tuple[tuple[int, str], ...]]
+Walked = tuple[tuple[Heading, ...], tuple[Paragraph, ...], tuple[LinkTarget, ...], tuple[tuple[int, str], ...],
+               tuple[tuple[int, str], ...]]
 
 
 def _walk(body: str, line_offset: int) -> Walked:
@@ -240,7 +245,9 @@ def _walk(body: str, line_offset: int) -> Walked:
         if marked:
             links.extend(_targets(tok.children or [], body_lines, tok.map, first))
             comments += _inline_comments(tok.content, tok.children or [], first)
-    return tuple(headings), tuple(paragraphs), tuple(links), tuple(comments)
+    definitions = tuple((line_offset + 1 + (ref["map"][0] if ref.get("map") else 0), f"{label} {ref.get('title', '')}".strip())
+                        for label, ref in env.get("references", {}).items() if ref.get("href") in ("", "#"))
+    return tuple(headings), tuple(paragraphs), tuple(links), tuple(comments), definitions
 
 
 def _inline_comments(content: str, children: list[Token], first_line: int) -> list[tuple[int, str]]:

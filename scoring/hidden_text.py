@@ -9,7 +9,8 @@ A skill is text an agent obeys, so anything that hides text from the person revi
   can carry bytes the same way (one holding a selector other than U+FE0F: VS16 alone follows nearly every emoji).
   Not an attack: a subdivision flag (U+1F3F4 followed by lowercase tag letters and U+E007F, e.g. England's flag),
   and one variation selector after the character it selects (️ in an emoji, an ideographic variation in a name).
-- ``hidden_instruction`` (error): an HTML comment outside code that instructs: addresses the agent (names it,
+- ``hidden_instruction`` (error): an HTML comment outside code, or a link definition that links nowhere
+  (``[//]: # (text)``, Markdown's comment idiom: it renders as nothing), that instructs: addresses the agent (names it,
   says to ignore or override, speaks to it "when you read this" or "before answering"), asks to keep something
   from the user, asks to run, fetch or send something (curl, a pipe into a shell, "send … to" an address), or
   names where credentials live (~/.ssh, .env). Markdown viewers hide it; the agent reads it. Keywords, not intent:
@@ -105,10 +106,13 @@ _ANY_HINT = re.compile("|".join(re.escape(hint) for secret in SECRETS for hint i
 _PLACEHOLDER = re.compile(r"example|x{4,}|0{6,}|\*{3,}|your|dummy|fake|redacted|placeholder", re.IGNORECASE)
 
 
-def hidden_text_violations(text: str, comments: Sequence[tuple[int, str]] = ()) -> list[Violation]:
+def hidden_text_violations(text: str, comments: Sequence[tuple[int, str]] = (),
+                           definitions: Sequence[tuple[int, str]] = ()) -> list[Violation]:
     """Every hidden-instruction and secret finding in ``text`` (a decoded skill file, line breaks LF), by line;
-    ``comments``: the HTML comments Markdown passes through as HTML, with their lines (what the parse found)."""
-    return _characters(text) + _secrets(text) + _comments(comments)
+    ``comments``: the HTML comments Markdown passes through as HTML, with their lines, and ``definitions``: the link
+    definitions that link nowhere, Markdown's comment idiom (what the parse found)."""
+    return (_characters(text) + _secrets(text) + _comments(comments, "an HTML comment")
+            + _comments(definitions, "a link definition that links nowhere ([//]: # (...), Markdown's comment idiom)"))
 
 
 def _characters(text: str) -> list[Violation]:
@@ -260,15 +264,15 @@ def _masked(value: str) -> str:
     return f"'{value[:4]}{'*' * 8}' ({len(value)} characters)"
 
 
-def _comments(comments: Sequence[tuple[int, str]]) -> list[Violation]:
-    """The HTML comments a viewer hides (one in a code span or block is shown as code) that address the agent."""
+def _comments(comments: Sequence[tuple[int, str]], what: str) -> list[Violation]:
+    """The comments a viewer hides (one in a code span or block is shown as code) that instruct the agent."""
     found: list[Violation] = []
     for line, comment in comments:
         why, said = next(((why, hit) for why, asks in _COMMENT_ASKS if (hit := asks.search(comment))), ("", None))
         if said:
             shown = " ".join(comment.split())
             found.append(Violation("hidden_instruction", line,
-                                   f"an HTML comment {why} ({said.group(0)!r}: "
+                                   f"{what} {why} ({said.group(0)!r}: "
                                    f"{shown[:80] + ('...' if len(shown) > 80 else '')!r}); viewers hide it and the "
                                    "agent reads it: say it in the text, or delete it"))
     return found

@@ -74,7 +74,7 @@ def score_document(
     ]
     dims += [llm_dims.get(d) or _NO_JUDGE[d] for d in LLM_DIMS]
     violations = (merge_markers(doc.text) + frontmatter_violations(doc) + reference_violations(refs)
-                  + hidden_text_violations(doc.text, doc.html_comments) + spec_violations(doc))
+                  + hidden_text_violations(doc.text, doc.html_comments, doc.comment_definitions) + spec_violations(doc))
     violations.sort(key=lambda v: (v.line or 0, v.kind))
     return SkillScore(skill_name, tuple(dims), tuple(violations), tuple(refs), warnings)
 
