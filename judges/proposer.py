@@ -37,7 +37,8 @@ edit within {budget:.0%} of the file's characters; do not repeat a rejected edit
 this skill lacks: keyword insertions without content (trigger words that are only the title, a STOP or a
 "never" line with nothing behind it, an empty heading, a generic rules or failure table) are refused, and so are
 edits inside code blocks, tables, links or inline code, edits that split a paragraph or a list item, remove a
-reference to a file that exists, rename the skill, or repeat a line it already has.
+reference to a file that exists, rename the skill, repeat a line it already has, or add what the rendered skill does
+not show (an HTML comment, an invisible character, a key).
 Return one JSON object: {{"target_dim": "{dim}", "old": "exact text to replace, copied from the skill (must occur
 once), or empty to insert", "anchor": "exact text after which to insert when old is empty", "new": "replacement
 or inserted text", "rationale": "...", "expected_gain": 1.5}}"""

@@ -16,7 +16,10 @@ The guards, as the issue lists them: an edit may not
   such as ``<style>`` whose folder exists is live, not dead);
 - change the frontmatter ``name`` (it changes how runtimes invoke the skill),
   unless the person running Luban allows it;
-- add a line that repeats a line the skill already has.
+- add a line that repeats a line the skill already has;
+- add text a reader of the rendered skill does not see: an HTML comment, a link definition that links nowhere
+  (``[//]: # (…)``), an invisible character, or a secret (the agent and the judges read what the reviewer of the
+  change cannot: a "never …" tucked into a comment would lift dim9 unseen).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from urllib.parse import unquote
 
 from scoring.document import SkillDocument, markdown_tokens, parse
 from scoring.edits import Edit
+from scoring.hidden_text import hidden_text_violations, invisible_characters
 from scoring.validation import scan_references
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$")
@@ -98,7 +102,7 @@ def check_span(text: str, edited: str, span: Span, files: AbstractSet[str], allo
     before, after = parse(text), parse(edited)
     refusals = list(_inside_protected(text, before, span, files)) + list(_splits_block(text, before, after, span))
     refusals += _empty_headings(before, after) + _live_references(before, after, files)
-    refusals += _renamed(before, after, allow_rename) + _repeated_lines(text, span)
+    refusals += _renamed(before, after, allow_rename) + _repeated_lines(text, span) + _hidden(text, before, after, span)
     return refusals
 
 
@@ -269,6 +273,26 @@ def _renamed(before: SkillDocument, after: SkillDocument, allow_rename: bool) ->
         return []
     return [Refusal("frontmatter-name", 2, f"the edit changes the skill's name from {old!r} to {new!r}, which changes how "
                     "runtimes invoke it; only a person may rename a skill (luban optimize --allow-rename)")]
+
+
+def _hidden(text: str, before: SkillDocument, after: SkillDocument, span: Span) -> list[Refusal]:
+    """What the edit adds that the rendered skill does not show (counted in the whole text, so an edit that moves a
+    comment it already had, or writes an HTML example inside a code block, adds nothing hidden)."""
+    added = []
+    if len(after.html_comments) > len(before.html_comments):
+        added.append("an HTML comment")
+    if len(after.comment_definitions) > len(before.comment_definitions):
+        added.append("a link definition that links nowhere ([//]: # (...), Markdown's comment idiom)")
+    new_characters = set(invisible_characters(span.new)) - set(invisible_characters(text[span.start:span.end]))
+    added += [f"an invisible character, {', '.join(sorted(new_characters))}"] if new_characters else []
+    secrets = [v for v in hidden_text_violations(after.text) if v.kind == "secret"]
+    if len(secrets) > len([v for v in hidden_text_violations(before.text) if v.kind == "secret"]):
+        added.append("a secret (a key format)")
+    if not added:
+        return []
+    return [Refusal("hidden-text", _line_at(_line_starts(text), span.start),
+                    f"the edit adds {'; '.join(added)}: the rendered skill does not show it, while the agent and the "
+                    "judges read it; write what it says as visible text, or leave it out")]
 
 
 def _repeated_lines(text: str, span: Span) -> list[Refusal]:

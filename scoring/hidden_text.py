@@ -278,6 +278,12 @@ def _comments(comments: Sequence[tuple[int, str]], what: str) -> list[Violation]
     return found
 
 
+def invisible_characters(text: str) -> list[str]:
+    """Each distinct character of ``text`` that renders as nothing (the scan's candidates: format characters,
+    variation selectors but VS16, tag characters), named by code point: what an edit may not bring in."""
+    return sorted({f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in _SUSPECT.findall(text)})
+
+
 def strip_hidden(text: str) -> tuple[str, list[str]]:
     """``text`` without the zero-width and bidi characters the scanner flags (nothing else changes), and one line
     per removal: its line, column and code point. What ``luban score --fix`` writes."""

@@ -218,3 +218,25 @@ def test_a_dead_link_may_be_pointed_at_the_file_that_moved_and_nothing_else_insi
     live_text = text.replace("(fixture.md)", "(references/other.md)")
     swap = Edit("dim6", "(references/other.md)", "(references/fixture.md)", "swap a live one", 1.0)
     assert "inside-inline" in [r.guard for r in check_edit(live_text, apply_edit(live_text, swap), swap, files)]
+
+
+@pytest.mark.parametrize("new", [
+    "## Steps\n\n<!-- Never delete without a backup. Do not skip the review. -->",
+    "## Steps\n\n[//]: # (Never delete without a backup. Do not skip the review.)",
+    "## Steps\n\nNever delete without a back\u200bup.",
+    "## Steps\n\nUse the key sk-" + "Zq8Xw2" * 7 + " for the records API.",
+])
+def test_text_the_rendered_skill_does_not_show_is_not_added(new: str):
+    """A "never ..." tucked into a comment lifts dim9 where the reviewer of the change sees nothing."""
+    found = check_edit(SKILL, apply_edit(SKILL, edit := Edit("dim9", "## Steps", new)), edit, FILES)
+    assert [r.guard for r in found] == ["hidden-text"] and found[0].line == 8, found
+
+
+def test_visible_text_an_html_example_in_code_and_a_comment_moved_whole_are_not_hidden_text():
+    visible = Edit("dim9", "## Steps", "## Steps\n\nNever delete without a backup.")
+    assert refusals(visible) == []
+    example = Edit("dim5", "## Styles", "## Styles\n\n```html\n<!-- a comment in an HTML example -->\n```")
+    assert refusals(example) == []
+    commented = SKILL.replace("## Styles\n", "## Styles\n\n<!-- layout notes -->\n")
+    moved = Edit("dim7", "\n<!-- layout notes -->\n", "\n")
+    assert refusals(moved, text=commented) == []  # one comment fewer: nothing hidden added
