@@ -22,7 +22,15 @@ from typing import Any
 import git
 
 from workspace.atomic import atomic_write, remove_stale_temps
-from workspace.git_repository import GitStateError, check_state, dirty_files, identity_env, open_repository, refuse_dirty
+from workspace.git_repository import (
+    GitStateError,
+    check_state,
+    dirty_files,
+    identity_env,
+    interrupted_own_merge,
+    open_repository,
+    refuse_dirty,
+)
 from workspace.layout import Workspace
 from workspace.lock import held_by, repository_lock
 
@@ -91,7 +99,9 @@ class GitRatchet:
     def resume(cls, workspace: Workspace, skills: list[str], original: str) -> tuple[GitRatchet, list[str]]:
         """Continue on the current auto-optimize branch; an edit applied but never decided is rolled back."""
         repo = open_repository(workspace.skills_dir)
-        check_state(repo)
+        check_state(repo, resuming=True)
+        if interrupted_own_merge(repo) is not None:
+            repo.git.merge("--abort")  # the skill's branch is still there: the resume's gather merges it again, whole
         branch = repo.active_branch.name
         if not branch.startswith(BRANCH_PREFIX):
             raise GitStateError(f"--resume: {repo.working_tree_dir} is on '{branch}', not an {BRANCH_PREFIX}* branch; "

@@ -95,13 +95,30 @@ def _ignored(repo: git.Repo, path: Path) -> bool:
         return False
 
 
-def check_state(repo: git.Repo) -> None:
-    """Refuse states in which a branch and path checkouts would surprise the user."""
+SKILL_BRANCH_SEPARATOR = "--"  # between a batch branch and a skill, in the name of the branch of the skill's worktree
+
+
+def interrupted_own_merge(repo: git.Repo) -> str | None:
+    """The branch whose merge a killed Luban batch left in progress: one of the current branch's own skill branches
+    (merged back from their worktrees, flows/scale/worktrees.py), the one MERGE_HEAD names. None in any other state,
+    a merge the user started included."""
+    merge_head = Path(repo.git_dir) / "MERGE_HEAD"
+    if not merge_head.exists() or repo.head.is_detached:
+        return None
+    merging = merge_head.read_text(encoding="utf-8").split()
+    prefix = f"{repo.active_branch.name}{SKILL_BRANCH_SEPARATOR}"
+    return next((h.name for h in repo.heads if h.name.startswith(prefix) and [h.commit.hexsha] == merging), None)
+
+
+def check_state(repo: git.Repo, resuming: bool = False) -> None:
+    """Refuse states in which a branch and path checkouts would surprise the user (``resuming``: a merge of the batch's
+    own skill branch that a kill interrupted is the resume's to undo and redo, not the user's to finish)."""
     git_dir = Path(repo.git_dir)
+    own_merge = resuming and interrupted_own_merge(repo) is not None
     for marker, what, verb in (("MERGE_HEAD", "a merge", "merge"), ("REBASE_HEAD", "a rebase", "rebase"),
                                ("CHERRY_PICK_HEAD", "a cherry-pick", "cherry-pick"), ("rebase-merge", "a rebase", "rebase"),
                                ("rebase-apply", "a rebase", "rebase")):
-        if (git_dir / marker).exists():
+        if (git_dir / marker).exists() and not (own_merge and marker == "MERGE_HEAD"):
             raise GitStateError(f"{repo.working_tree_dir}: {what} is in progress; finish it, or undo it with "
                                 f"'git {verb} --abort', then run again")
     if repo.head.is_detached:

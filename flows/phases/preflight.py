@@ -92,7 +92,7 @@ def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
             return
         raise Refused(str(err)) from None
     try:
-        check_state(repo)
+        check_state(repo, resuming=resume)
     except GitStateError as err:
         raise Refused(str(err)) from None
     if resume:

@@ -9,10 +9,10 @@ import git
 
 from flows.state.run import Run
 from workspace.git_ratchet import GitRatchet
-from workspace.git_repository import identity_env
+from workspace.git_repository import SKILL_BRANCH_SEPARATOR, identity_env
 from workspace.layout import Workspace
 
-SEPARATOR = "--"  # between the batch branch and the skill, in a skill's branch name
+SEPARATOR = SKILL_BRANCH_SEPARATOR  # between the batch branch and the skill, in a skill's branch name
 
 
 def fork(run: Run, skill: str) -> Run:

@@ -9,9 +9,9 @@ import git
 import pytest
 
 from tests.conftest import write_skill
-from tests.support.repos import commit_all
+from tests.support.repos import GIT_IDENTITY, commit_all
 from workspace.git_ratchet import GitRatchet
-from workspace.git_repository import DirtySkillError, GitStateError, init_repository
+from workspace.git_repository import DirtySkillError, GitStateError, check_state, init_repository
 from workspace.layout import Workspace
 
 NOW = datetime(2026, 12, 2, 15, 4)
@@ -202,3 +202,36 @@ def test_committed_text_reads_from_git(tmp_path: Path):
     ratchet = GitRatchet.start(ws, ["alpha"], NOW)
     ws.skill_file("alpha").write_text("new\n")
     assert ratchet.committed_text("alpha") == b"# alpha\n\noriginal\n"
+
+
+def _interrupted_merge(repo: git.Repo, branch: str) -> str:
+    """A merge of ``branch`` begun and not committed: what a batch killed while gathering a skill's worktree leaves."""
+    repo.git.merge("--no-ff", "--no-commit", branch, env=GIT_IDENTITY)
+    assert (Path(repo.git_dir) / "MERGE_HEAD").exists()
+    return repo.heads[branch].commit.hexsha
+
+
+def test_resume_undoes_its_own_interrupted_merge_and_refuses_anyone_elses(tmp_path: Path):
+    repo, ws = make_repo(tmp_path)
+    ratchet = GitRatchet.start(ws, ["alpha", "beta"], NOW)
+    repo.git.checkout("-b", f"{ratchet.branch}--alpha")
+    (ws.skill_file("alpha")).write_text("# alpha\n\nkept in its worktree\n")
+    repo.git.commit("-am", "keep: alpha", env=GIT_IDENTITY)
+    repo.git.checkout(ratchet.branch)
+    head = repo.head.commit.hexsha
+    _interrupted_merge(repo, f"{ratchet.branch}--alpha")
+    with pytest.raises(GitStateError, match="merge is in progress"):
+        check_state(repo)  # a run that is not resuming leaves it to the user
+    check_state(repo, resuming=True)
+    GitRatchet.resume(ws, ["alpha", "beta"], ratchet.original)
+    assert not (Path(repo.git_dir) / "MERGE_HEAD").exists() and repo.head.commit.hexsha == head
+    assert f"{ratchet.branch}--alpha" in repo.heads  # still there, for the resume's gather to merge whole
+    assert ws.skill_file("alpha").read_text() == "# alpha\n\noriginal\n"
+
+    repo.git.checkout("-b", "feature")
+    (ws.skill_file("beta")).write_text("# beta\n\nthe user's\n")
+    repo.git.commit("-am", "the user's change", env=GIT_IDENTITY)
+    repo.git.checkout(ratchet.branch)
+    _interrupted_merge(repo, "feature")
+    with pytest.raises(GitStateError, match="merge is in progress"):
+        GitRatchet.resume(ws, ["alpha", "beta"], ratchet.original)  # a merge the user began is the user's
