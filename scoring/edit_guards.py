@@ -33,7 +33,7 @@ from urllib.parse import unquote
 
 from scoring.document import SkillDocument, markdown_tokens, parse
 from scoring.edits import Edit
-from scoring.hidden_text import hidden_text_violations, invisible_characters
+from scoring.hidden_text import COMMENT_IDIOM, hidden_text_violations, invisible_characters
 from scoring.validation import scan_references
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$")
@@ -282,17 +282,21 @@ def _hidden(text: str, before: SkillDocument, after: SkillDocument, span: Span) 
     if len(after.html_comments) > len(before.html_comments):
         added.append("an HTML comment")
     if len(after.comment_definitions) > len(before.comment_definitions):
-        added.append("a link definition that links nowhere ([//]: # (...), Markdown's comment idiom)")
+        added.append(COMMENT_IDIOM)
     new_characters = set(invisible_characters(span.new)) - set(invisible_characters(text[span.start:span.end]))
-    added += [f"an invisible character, {', '.join(sorted(new_characters))}"] if new_characters else []
-    secrets = [v for v in hidden_text_violations(after.text) if v.kind == "secret"]
-    if len(secrets) > len([v for v in hidden_text_violations(before.text) if v.kind == "secret"]):
+    if new_characters:
+        added.append(f"an invisible character, {', '.join(sorted(new_characters))}")
+    if _secrets(after.text) > _secrets(before.text):
         added.append("a secret (a key format)")
     if not added:
         return []
     return [Refusal("hidden-text", _line_at(_line_starts(text), span.start),
                     f"the edit adds {'; '.join(added)}: the rendered skill does not show it, while the agent and the "
                     "judges read it; write what it says as visible text, or leave it out")]
+
+
+def _secrets(text: str) -> int:
+    return sum(v.kind == "secret" for v in hidden_text_violations(text))
 
 
 def _repeated_lines(text: str, span: Span) -> list[Refusal]:

@@ -65,6 +65,7 @@ _ASCII_WORD = re.compile(r"[A-Za-z0-9]")
 # What makes an HTML comment an instruction rather than a note, each a reason in the finding. Markdown viewers hide
 # the comment, the agent reads it: a lint directive, a TODO or a template's "replace with your description" is none
 # of these (tests/scoring/test_hidden_text.py keeps such notes clean, and attacks it was not written against flagged).
+COMMENT_IDIOM = "a link definition that links nowhere ([//]: # (...), Markdown's comment idiom)"
 _COMMENT_ASKS = (
     ("addresses the agent", re.compile(
         r"\b(?:agents?|assistants?|AI|LLMs?|(?:language )?models?|Claude|Codex|Cursor|Copilot|Gemini|GPT|ChatGPT|"
@@ -112,7 +113,7 @@ def hidden_text_violations(text: str, comments: Sequence[tuple[int, str]] = (),
     ``comments``: the HTML comments Markdown passes through as HTML, with their lines, and ``definitions``: the link
     definitions that link nowhere, Markdown's comment idiom (what the parse found)."""
     return (_characters(text) + _secrets(text) + _comments(comments, "an HTML comment")
-            + _comments(definitions, "a link definition that links nowhere ([//]: # (...), Markdown's comment idiom)"))
+            + _comments(definitions, COMMENT_IDIOM))
 
 
 def _characters(text: str) -> list[Violation]:

@@ -12,15 +12,13 @@ from workspace.git_ratchet import GitRatchet
 from workspace.git_repository import SKILL_BRANCH_SEPARATOR, identity_env
 from workspace.layout import Workspace
 
-SEPARATOR = SKILL_BRANCH_SEPARATOR  # between the batch branch and the skill, in a skill's branch name
-
 
 def fork(run: Run, skill: str) -> Run:
     """A run for one skill: in full mode, its own worktree and branch, forked from the batch branch's HEAD."""
     main = run.ratchet.git if run.ratchet else None
     if main is None:
         return run.for_skill()
-    branch = f"{main.branch}{SEPARATOR}{skill}"
+    branch = f"{main.branch}{SKILL_BRANCH_SEPARATOR}{skill}"
     path = worktree_root(run) / skill
     if path.exists():  # a worktree a killed batch left: gather() takes its commits first
         raise RuntimeError(f"{path} exists: run with --resume to gather the interrupted batch first")
@@ -44,7 +42,7 @@ def gather(run: Run, order: list[str] | None = None) -> list[str]:
     main = run.ratchet.git if run.ratchet else None
     if main is None:
         return []
-    prefix = f"{main.branch}{SEPARATOR}"
+    prefix = f"{main.branch}{SKILL_BRANCH_SEPARATOR}"
     rank = {skill: i for i, skill in enumerate(order or [])}
     branches = sorted((h.name for h in main.repo.heads if h.name.startswith(prefix)),
                       key=lambda b: (rank.get(b[len(prefix):], len(rank)), b))
