@@ -56,7 +56,7 @@ def main(
 
 app.command("score")(score_command)  # flows/gate/cli.py: the CI gate, light on imports like this module
 app.command("doctor")(doctor_command)  # flows/interaction/doctor.py: the model server checked before a batch
-for command in (records_cli.history, records_cli.report, records_cli.unfreeze):  # flows/interaction/records_cli.py
+for command in (records_cli.history, records_cli.report, records_cli.lift, records_cli.unfreeze):  # flows/interaction/records_cli.py
     app.command()(command)
 
 
@@ -149,12 +149,19 @@ def _stop_at_first_interrupt(skills_dir: str, workspace: str | None, mode: str) 
     from datetime import datetime
     from pathlib import Path
 
-    from flows.interaction.interrupt import exit_at_first_interrupt, interrupted_summary, resume_command
+    from flows.interaction.interrupt import (
+        exit_at_first_interrupt,
+        interrupted_document,
+        interrupted_summary,
+        resume_command,
+    )
     from workspace.layout import default_root
 
     started = datetime.now(UTC).replace(microsecond=0)  # results.tsv stamps whole seconds
     root = Path(workspace).resolve() if workspace else default_root(Path(skills_dir))
-    exit_at_first_interrupt(lambda how: interrupted_summary(root, started, resume_command(skills_dir, workspace, mode, root), how))
+    exit_at_first_interrupt(
+        lambda how: interrupted_summary(root, started, resume_command(skills_dir, workspace, mode, root), how),
+        lambda how: interrupted_document(root, started, resume_command(skills_dir, workspace, mode, root), how))
 
 
 def _stop_evaluate_at_first_interrupt(skills_dir: str, skills, workspace: str | None, mode: str) -> None:

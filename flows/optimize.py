@@ -38,6 +38,7 @@ from workspace import run_marker
 from workspace.git_ratchet import asked_on_branch
 from workspace.git_repository import GitStateError
 from workspace.lock import WorkspaceLocked
+from workspace.run_branches import Handoff
 
 
 class RunRef(BaseModel):
@@ -122,8 +123,8 @@ def phase_3(ref: RunRef, optimized: Optimized) -> Optimized:
 
 
 @task(name="phase-5-report", cache_policy=NO_CACHE)
-def phase_5(ref: RunRef, optimized: Optimized, stopped: str | None) -> str:
-    return str(phase_report.report(ref._run, optimized.outcomes, stopped))
+def phase_5(ref: RunRef, optimized: Optimized, stopped: str | None, handoff: Handoff | None = None) -> str:
+    return str(phase_report.report(ref._run, optimized.outcomes, stopped, handoff))
 
 
 @task(name="phase-6-meta-review", cache_policy=NO_CACHE)
@@ -170,9 +171,10 @@ def _phases_to_baseline(approval: Approval, run: Run) -> PhaseEnd:
 
 
 def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: str | None,
-            lessons: list[str]) -> dict[str, Any]:
+            lessons: list[str], handoff: Handoff | None = None) -> dict[str, Any]:
     return {
-        "mode": run.mode, "branch": run.branch(), "report": report_path, "stopped": stopped,
+        "mode": run.mode, "branch": handoff.branch if handoff else run.branch(), "report": report_path, "stopped": stopped,
+        "handoff": asdict(handoff) if handoff else None,
         "skills": {s: asdict(o) for s, o in optimized.outcomes.items()},
         "baselines": {s: e.score.total for s, e in run.baselines.items()},
         "lessons": lessons, "notices": list(run.effects.notices()), "alerts": run.alerts,
@@ -226,13 +228,14 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
             stopped = str(RunStop(StopKind.BUDGET, str(err)))
         try:
-            report_path = phase_5(RunRef.of(run), optimized, stopped)
+            handoff = phase_report.hand_off(run, stopped)
+            report_path = phase_5(RunRef.of(run), optimized, stopped, handoff)
             lessons = phase_6(RunRef.of(run), optimized)
             run_marker.save(run.workspace.root, run.flow_run_id, state="finished", report=report_path, stopped=stopped)
         finally:
             run.release()
     get_run_logger().info("report: %s", report_path)
-    return summary(run, optimized, stopped, report_path, lessons)
+    return summary(run, optimized, stopped, report_path, lessons, handoff)
 
 
 @prompt_heartbeat_flow(name="evaluate-skills", log_prints=True)

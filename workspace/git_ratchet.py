@@ -23,6 +23,7 @@ import git
 
 from workspace.atomic import atomic_write, remove_stale_temps
 from workspace.git_repository import (
+    BRANCH_PREFIX,
     GitStateError,
     check_state,
     dirty_files,
@@ -31,11 +32,8 @@ from workspace.git_repository import (
     open_repository,
     refuse_dirty,
 )
-from workspace.layout import Workspace
+from workspace.layout import Workspace, stamped_names
 from workspace.lock import held_by, repository_lock
-
-BRANCH_PREFIX = "auto-optimize/"
-
 
 EDIT_TRAILER = "Luban-Edit:"
 _SUBJECT_TAIL = re.compile(r" (\+-?[0-9.]+ \[[^\]]*\]|\(undo [0-9a-f]+\))$")  # after the skill: a keep's gain, an undo's target
@@ -68,6 +66,7 @@ class GitRatchet:
     branch: str
     original: str  # the commit the run started from
     skills: list[str] = field(default_factory=list)
+    base: str | None = None  # the branch the run started on (None: a detached HEAD), where its hand-off merges
     # What HEAD holds for each SKILL.md this ratchet committed or checked out: a pre-edit commit of an
     # unchanged file is skipped (one commit fewer per round); a file changed since, by anyone, is committed.
     _at_head: dict[str, bytes] = field(default_factory=dict, repr=False)
@@ -78,10 +77,10 @@ class GitRatchet:
 
     @classmethod
     def start(cls, workspace: Workspace, skills: list[str], now: datetime,
-              before_switch: Callable[[str, str], None] = lambda branch, original: None) -> GitRatchet:
+              before_switch: Callable[[str, str, str | None], None] = lambda branch, original, base: None) -> GitRatchet:
         """Check the repository, refuse dirty skills, and switch to a new run branch.
 
-        ``before_switch(branch, original)`` records the run before the branch exists, so a kill at any instant
+        ``before_switch(branch, original, base)`` records the run before the branch exists, so a kill at any instant
         leaves either no branch or a branch whose run --resume can find."""
         repo = open_repository(workspace.skills_dir)
         check_state(repo)
@@ -91,12 +90,14 @@ class GitRatchet:
             refuse_dirty(repo, skill, workspace.skill_file(skill).parent)
         branch = _free_branch_name(repo, now)
         original = repo.head.commit.hexsha
-        before_switch(branch, original)
+        base = None if repo.head.is_detached else repo.active_branch.name
+        before_switch(branch, original, base)
         repo.git.checkout("-b", branch)  # keeps unrelated dirty files as they are
-        return cls(workspace, repo, branch, original, list(skills))
+        return cls(workspace, repo, branch, original, list(skills), base)
 
     @classmethod
-    def resume(cls, workspace: Workspace, skills: list[str], original: str) -> tuple[GitRatchet, list[str]]:
+    def resume(cls, workspace: Workspace, skills: list[str], original: str,
+               base: str | None = None) -> tuple[GitRatchet, list[str]]:
         """Continue on the current auto-optimize branch; an edit applied but never decided is rolled back."""
         repo = open_repository(workspace.skills_dir)
         check_state(repo, resuming=True)
@@ -106,7 +107,7 @@ class GitRatchet:
         if not branch.startswith(BRANCH_PREFIX):
             raise GitStateError(f"--resume: {repo.working_tree_dir} is on '{branch}', not an {BRANCH_PREFIX}* branch; "
                                 "check out the run's branch first (git switch auto-optimize/…)")
-        ratchet = cls(workspace, repo, branch, original, list(skills))
+        ratchet = cls(workspace, repo, branch, original, list(skills), base)
         undone = []
         for skill in skills:
             remove_stale_temps(workspace.skill_file(skill).parent)
@@ -204,15 +205,8 @@ class GitRatchet:
 
 
 def _free_branch_name(repo: git.Repo, now: datetime) -> str:
-    base = BRANCH_PREFIX + now.strftime("%Y%m%d-%H%M")
     existing = {h.name for h in repo.heads}
-    for candidate in (base, f"{base}-2", f"{base}-3"):
-        if candidate not in existing:
-            return candidate
-    raise GitStateError(
-        f"branches {base}, {base}-2 and {base}-3 all exist; wait a minute or delete old run branches "
-        f"(git branch -D {base})"
-    )
+    return next(name for name in stamped_names(BRANCH_PREFIX + now.strftime("%Y%m%d-%H%M")) if name not in existing)
 
 
 def asked_on_branch(skills_dir: Path) -> str | None:

@@ -95,6 +95,7 @@ def _ignored(repo: git.Repo, path: Path) -> bool:
         return False
 
 
+BRANCH_PREFIX = "auto-optimize/"  # every run branch Luban makes, and the only branches it ever deletes
 SKILL_BRANCH_SEPARATOR = "--"  # between a batch branch and a skill, in the name of the branch of the skill's worktree
 
 

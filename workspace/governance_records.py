@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.governance.alerts import Alert
 from scoring.governance.escalation import Escalation, key, observe
 from scoring.governance.health import HealthFinding
+from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.meta_review import MetaReview
 from workspace import meta_learnings, profile
 from workspace.atomic import atomic_write
+from workspace.holds import LIBRARY_MARK
 from workspace.layout import Workspace
 from workspace.results_tsv import ResultsFile
 
@@ -28,24 +31,46 @@ def mode_history(workspace: Workspace):
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def apply_escalation(workspace: Workspace, alerts: list[Alert]) -> list[tuple[str, str, str]]:
-    """Advance each (alert, skill) counter one round; freeze or pause skills as the ladder says."""
+def apply_escalation(workspace: Workspace, alerts: list[Alert], skills: list[str]) -> list[tuple[str, str, str]]:
+    """Advance each escalating (alert, skill) counter by the run it checked, once; pause or freeze as the ladder
+    says — a library alert (``LIBRARY``) holds every one of ``skills``. A fired alert that does not escalate is
+    returned as a note. Returns (alert, skill, action) for everything worth saying."""
     actions: list[tuple[str, str, str]] = []
 
     def change(p: profile.LubanProfile) -> None:
         for alert in alerts:
             if not alert.active:
                 continue
-            state = Escalation.from_dict(p.alert_counters.get(key(alert.name, alert.skill), {}))
+            if not alert.escalates:
+                if alert.fired:
+                    actions.append((alert.name, alert.skill, "note"))
+                continue
+            counter = key(alert.name, alert.skill)
+            state = Escalation.from_dict(p.alert_counters.get(counter, {}))
+            if alert.run and state.seen == alert.run:
+                continue  # this run was judged already: the same records must not count twice
             state, action = observe(state, alert.fired)
-            p.alert_counters[key(alert.name, alert.skill)] = state.to_dict()
+            p.alert_counters[counter] = replace(state, seen=alert.run,
+                                                last_fired=alert.run if alert.fired else state.last_fired).to_dict()
             if action in ("record", "pause", "freeze", "recover", "false_recovery", "reset"):
                 actions.append((alert.name, alert.skill, action))
-            if state.frozen and alert.skill not in p.frozen:
-                p.frozen[alert.skill] = profile.FrozenSkill(reason=f"alert {alert.name} escalated 5 times", since=now_iso())
+            _hold(p, alert, action, skills if alert.skill == LIBRARY else [alert.skill])
 
     profile.update(workspace.profile, change)
     return actions
+
+
+def _hold(p: profile.LubanProfile, alert: Alert, action: str, held: list[str]) -> None:
+    """The profile's side of an escalation: a pause or a freeze put on, a pause lifted by the alert's recovery."""
+    scope = f" {LIBRARY_MARK}" if alert.skill == LIBRARY else ""
+    for skill in held:
+        if action == "freeze":
+            p.frozen[skill] = profile.FrozenSkill(reason=f"alert {alert.name}{scope} escalated 5 times", since=now_iso())
+            p.paused.pop(skill, None)
+        elif action == "pause" and skill not in p.frozen:
+            p.paused[skill] = profile.PausedSkill(reason=f"alert {alert.name}{scope} fired 3 times", since=now_iso())
+        elif action == "recover" and skill in p.paused and p.paused[skill].reason.startswith(f"alert {alert.name}{scope} "):
+            del p.paused[skill]
 
 
 def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized: int) -> list[str]:
@@ -61,10 +86,10 @@ def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized
     meta_learnings.update(workspace.meta_learnings, change, created=now_iso())
 
     def guard(p: profile.LubanProfile) -> None:
-        known = p.guarded_dims()
         for dim, skills in review.oscillating_dims.items():
-            if dim not in known:
-                p.oscillation_guard.append(profile.OscillationGuard(dim=dim, since=now_iso(), skills=list(skills)))
+            for skill in skills:  # one guard a skill, each with its own length; one already there runs on as it is
+                if dim not in p.guarded_dims(skill):
+                    p.oscillation_guard.append(profile.OscillationGuard(dim=dim, since=now_iso(), skills=[skill]))
 
     profile.update(workspace.profile, guard)
     return ids

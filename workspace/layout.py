@@ -14,7 +14,9 @@ The workspace defaults to ``<skills>/../luban-workspace``.
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -103,21 +105,23 @@ def _checked(skill: str) -> str:
     return skill
 
 
-def new_stamped_dir(parent: Path, now: datetime, attempts: int = 3) -> Path:
-    """Create ``parent/YYYYMMDD-HHMM`` (then ``-2``, ``-3``); after the third clash, say so."""
+def stamped_names(stamp: str) -> Iterator[str]:
+    """``stamp``, then ``stamp-2``, ``stamp-3`` …: a name for every run started in the same minute, however many."""
+    yield stamp
+    yield from (f"{stamp}-{n}" for n in itertools.count(2))
+
+
+def new_stamped_dir(parent: Path, now: datetime) -> Path:
+    """Create ``parent/YYYYMMDD-HHMM``, or the first ``-N`` after it that is free (mkdir decides: no race)."""
     stamp = now.strftime("%Y%m%d-%H%M")
     parent.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1, attempts + 1):
-        candidate = parent / (stamp if attempt == 1 else f"{stamp}-{attempt}")
+    for name in stamped_names(stamp):
         try:
-            candidate.mkdir()
-            return candidate
+            (parent / name).mkdir()
+            return parent / name
         except FileExistsError:
             continue
-    raise FileExistsError(
-        f"{parent}/{stamp}, -2 and -3 all exist already; wait a minute and start again, "
-        "or remove old backups you no longer need"
-    )
+    raise AssertionError("unreachable: stamped_names never ends")
 
 
 def default_root(skills_dir: Path) -> Path:

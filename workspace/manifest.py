@@ -58,6 +58,7 @@ class RunManifest(BaseModel):
     operator: str
     branch: str | None = None
     original: str | None = None  # the commit the run started from (what restore_original goes back to)
+    base: str | None = None  # the branch the run started on: where its hand-off merges
     files: list[TouchedFile] = Field(default_factory=list)
     pruned_backups: list[str] = Field(default_factory=list)
     pruned_rejected_edits: list[str] = Field(default_factory=list)
@@ -69,9 +70,10 @@ class ManifestWriter:
         self._save()
 
     @classmethod
-    def create(cls, run_dir: Path, mode: str, branch: str | None = None, original: str | None = None) -> ManifestWriter:
+    def create(cls, run_dir: Path, mode: str, branch: str | None = None, original: str | None = None,
+               base: str | None = None) -> ManifestWriter:
         manifest = RunManifest(run_id=run_dir.name, mode=mode, started=datetime.now(UTC).isoformat(),
-                               operator=operator(), branch=branch, original=original)
+                               operator=operator(), branch=branch, original=original, base=base)
         return cls(run_dir / "version_manifest.json", manifest)
 
     def touched(self, path: Path, before: bytes | None, after: bytes | None, action: str) -> None:

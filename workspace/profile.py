@@ -3,6 +3,12 @@
 A typed model (pydantic) so a hand-edited or corrupted profile fails with the
 field that is wrong instead of steering a run with bad values. Every write is
 read-change-write under an exclusive lock with a timeout.
+
+Everything a run leaves here that holds a skill back has a length in runs and
+ends by itself (``tick``), or names who ends it: a pause (``PAUSE_RUNS``), an
+oscillation guard (``GUARD_RUNS``), a budget tightening (``TIGHTEN_RUNS``), a
+freeze with ``runs_left``; an alert's freeze has none and waits for a person
+(``luban lift``).
 """
 
 from __future__ import annotations
@@ -12,27 +18,43 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from scoring.governance.oscillation import WINDOW
 from workspace.atomic import atomic_write
 from workspace.lock import acquire_with_timeout
 
 PROFILE_VERSION = "1.0.0"
+PAUSE_RUNS = 2  # runs a paused skill is measured but not edited; the run after, it is edited again
+GUARD_RUNS = WINDOW  # runs of a skill an oscillation guard keeps diagnosis off a dimension (= the runs it reads)
+TIGHTEN_RUNS = 5  # runs a tightened edit budget lasts
+DEFAULT_BUDGET = 0.10
+ALL_SKILLS = "*"  # the key of a workspace-wide budget tightening in ``budget_runs_left``
 
 
 class OscillationGuard(BaseModel):
-    """A dimension that rose and fell in two or more skills: diagnosis skips it."""
+    """A dimension whose kept gains later kept edits undid, for the skills listed: diagnosis skips it there."""
 
     dim: str
     since: str
     skills: list[str] = Field(default_factory=list)
+    runs_left: int | None = GUARD_RUNS  # None (a profile from before guards expired): ends after GUARD_RUNS from now
 
 
 class FrozenSkill(BaseModel):
     reason: str
     since: str
     expires: str | None = None  # ISO time; None means until a person unfreezes it
-    rounds_left: int | None = None
+    # runs the freeze lasts (None: until a person lifts it); older profiles spelt it rounds_left
+    runs_left: int | None = Field(default=None, validation_alias=AliasChoices("runs_left", "rounds_left"))
+
+
+class PausedSkill(BaseModel):
+    """A skill an alert paused: measured every run (its alerts see new evidence), edited again after ``runs_left``."""
+
+    reason: str
+    since: str
+    runs_left: int = PAUSE_RUNS
 
 
 class InferenceExemption(BaseModel):
@@ -50,16 +72,19 @@ class LubanProfile(BaseModel):
     mode_preference: Literal["quick", "full"] | None = None
     oscillation_guard: list[OscillationGuard] = Field(default_factory=list)
     frozen: dict[str, FrozenSkill] = Field(default_factory=dict)
-    edit_budget: float = Field(default=0.10, gt=0, le=0.10)
+    paused: dict[str, PausedSkill] = Field(default_factory=dict)
+    edit_budget: float = Field(default=DEFAULT_BUDGET, gt=0, le=DEFAULT_BUDGET)
     skill_edit_budget: dict[str, float] = Field(default_factory=dict)
+    budget_runs_left: dict[str, int] = Field(default_factory=dict)  # skill (or ALL_SKILLS) → runs its tightening lasts
     inference_exemptions: dict[str, InferenceExemption] = Field(default_factory=dict)
     alert_counters: dict[str, dict] = Field(default_factory=dict)
 
     def budget_for(self, skill: str) -> float:
         return min(self.edit_budget, self.skill_edit_budget.get(skill, self.edit_budget))
 
-    def guarded_dims(self) -> set[str]:
-        return {g.dim for g in self.oscillation_guard}
+    def guarded_dims(self, skill: str | None = None) -> set[str]:
+        """The dimensions under a guard (for ``skill``; a guard listing no skill holds them all)."""
+        return {g.dim for g in self.oscillation_guard if skill is None or not g.skills or skill in g.skills}
 
 
 class ProfileError(ValueError):

@@ -66,6 +66,7 @@ class Stop(StrEnum):
     REWRITE_NOT_BETTER = "rewrite_not_better"  # Phase 2.5's rewrite did not beat the saved best
     ROI = "roi"  # skipped by the ROI precheck
     FROZEN = "frozen"
+    PAUSED = "paused"  # an alert paused it: measured this run, not edited
     UNREADABLE = "unreadable"
 
 

@@ -10,12 +10,15 @@ exit), so the flows put the luban command's handler back first thing
 Every write Luban makes is atomic and every round is recoverable from the records (the same guarantee that makes
 ``kill -9`` safe, RELIABILITY.md), so there is nothing to wind down: waiting for Prefect's engine, its event worker
 and a temporary API server that the same Ctrl-C has already stopped is what took minutes and printed hundreds of
-connection errors. The handler reports from the records, stops the processes this one started, and exits 130.
+connection errors. The handler reports from the records — a line on stderr, and the run's one JSON document on stdout (a scheduler
+reading ``run.json`` learns how the run stopped, what it kept and how to resume it) —, stops the processes this one
+started, and exits 130.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -27,16 +30,21 @@ from workspace.layout import MODES, newest_mode
 from workspace.results_tsv import ResultsFile, Status
 
 
-def exit_at_first_interrupt(describe: Callable[[str], str]) -> None:
-    """On SIGINT or SIGTERM: write ``describe(how)`` to stderr, stop this process's children, exit 128 + the signal."""
+def exit_at_first_interrupt(describe: Callable[[str], str], document: Callable[[str], dict] | None = None) -> None:
+    """On SIGINT or SIGTERM: write ``describe(how)`` to stderr and ``document(how)`` as JSON to stdout, stop this
+    process's children, exit 128 + the signal."""
 
     def stop(signum: int, frame: object) -> None:
         how = "interrupted" if signum == signal.SIGINT else f"terminated ({signal.Signals(signum).name})"
         try:
             message = describe(how)
+            summary = document(how) if document is not None else None
         except Exception as err:  # noqa: BLE001 - the exit must happen whatever the records say
             message = f"{how} (the records could not be read for a summary: {err})"
+            summary = {"stopped": how, "error": message} if document is not None else None
         os.write(2, f"\n{message}\n".encode())
+        if summary is not None:
+            os.write(1, (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode())
         _stop_children()
         os._exit(128 + signum)
 
@@ -70,6 +78,13 @@ def interrupted_summary(workspace_root: Path, started: datetime, resume_command:
             if kept else "no edit was kept yet")
     return (f"luban optimize: {how}; {done}. Anything unfinished is rolled back on resume. "
             f"Continue with: {resume_command}")
+
+
+def interrupted_document(workspace_root: Path, started: datetime, resume_command: str, how: str) -> dict:
+    """The run's JSON document when a signal ended it: how it stopped, what it kept, how to go on."""
+    kept = kept_since(workspace_root, started)
+    return {"stopped": how, "kept": kept, "resume": resume_command, "report": None,
+            "notices": [f"{how}: anything unfinished is rolled back on resume"]}
 
 
 def evaluated_summary(workspace_root: Path, started: datetime, command: str, how: str) -> str:

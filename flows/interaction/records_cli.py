@@ -1,4 +1,4 @@
-"""`luban history`, `luban report` and `luban unfreeze`: the records a run left, read (or a freeze lifted) without a run.
+"""`luban history`, `luban report` and `luban lift`: the records a run left, read (or a hold lifted) without a run.
 
 Each command imports what it needs when it runs: ``flows/cli.py`` imports this module at start-up.
 """
@@ -92,26 +92,37 @@ def report(
     typer.echo(f"report: {md}\nchart:  {png}")
 
 
+def lift(
+    skill: str | None = typer.Argument(None, help="The skill whose freeze, pause, read-only protection, budget and "
+                                       "guards to lift (its alert counters are reset with them)."),
+    guard: str | None = typer.Option(None, "--guard", help="Lift the oscillation guard on this dimension (e.g. dim3)."),
+    budget: bool = typer.Option(False, "--budget", help="Undo every edit-budget tightening (back to 10 %)."),
+    skills_dir: str = skills_dir_option(),
+    workspace: str | None = workspace_option(),
+) -> None:
+    """Lift what holds skills back between runs — a freeze, a pause, a guard, a budget tightening — and say what."""
+    from workspace import profile as profile_store
+    from workspace.file_ratchet import clear_readonly
+    from workspace.holds import lift as lift_holds
+
+    if skill is None and guard is None and not budget:
+        _usage_error("name a skill, --guard DIM or --budget (see 'luban status' for what holds what)", "lift")
+    lifted: list[str] = []
+    if skill is not None:
+        for mode in ("quick", "full"):
+            if clear_readonly(_workspace(skills_dir, mode, workspace, "lift"), skill):
+                lifted.append(f"{skill}: read-only protection ({mode})")
+    ws = _workspace(skills_dir, "full", workspace, "lift")
+    if ws.profile.exists():
+        profile_store.update(ws.profile, lambda p: lifted.extend(lift_holds(p, skill, guard, budget)))
+    what = skill or (f"guard {guard}" if guard else "budget")
+    typer.echo("\n".join(f"lifted {line}" for line in lifted) if lifted else f"{what}: nothing held it")
+
+
 def unfreeze(
     skill: str = typer.Argument(..., help="The skill's directory name."),
     skills_dir: str = skills_dir_option(),
     workspace: str | None = workspace_option(),
 ) -> None:
-    """Lift a freeze or read-only protection a person has checked (the only way out of a permanent one)."""
-    from workspace import profile as profile_store
-    from workspace.file_ratchet import clear_readonly
-
-    cleared = []
-    for mode in ("quick", "full"):
-        ws = _workspace(skills_dir, mode, workspace, "unfreeze")
-        if clear_readonly(ws, skill):
-            cleared.append(f"read-only protection ({mode})")
-    ws = _workspace(skills_dir, "full", workspace, "unfreeze")
-    if skill in profile_store.load(ws.profile).frozen:
-        profile_store.update(ws.profile, lambda p: _forget(p.frozen, skill))
-        cleared.append("freeze")
-    typer.echo(f"{skill}: lifted {', '.join(cleared)}" if cleared else f"{skill}: was neither frozen nor read-only")
-
-
-def _forget(mapping: dict, key: str) -> None:
-    mapping.pop(key, None)
+    """The same as 'luban lift SKILL' (kept for scripts written before it)."""
+    lift(skill, None, False, skills_dir, workspace)

@@ -12,6 +12,7 @@ from flows.state.products import Baselines, Progress, SkillState
 from flows.state.run import Run
 from scoring.governance.roi import earlier_runs, roi_precheck
 from workspace.manifest import save_round_backup
+from workspace.pending_keep import text_sha
 from workspace.results_tsv import ResultsFile, Status, Stop
 
 
@@ -59,12 +60,17 @@ def _baseline_skill(run: Run, skill: str) -> Measured:
     held = measure.held_out(run, skill, text) if run.mode == "full" else ()
     run.take(state := SkillState(skill, baseline=card, best=card))
     records.record_row(run, skill, 0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
-                     text="baseline", held_out=sum(held) / len(held) if held else None)
+                     text="baseline", held_out=sum(held) / len(held) if held else None,
+                     facts={"sha": text_sha(text.encode("utf-8"))[:12]})  # a re-measure of this text shows drift
     save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
+    if skill in run.measure_only:  # paused: this baseline is the new evidence its alerts read next time
+        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.PAUSED,
+                           text="paused by an alert: measured, not edited")
+        return Measured(state, going_on=False)
     lowest = min(d.score for d in card.score.dims if d.score is not None)
     total = run.incumbent_total(skill)
-    deltas, days = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
-    roi = roi_precheck(total, lowest, deltas, days)
+    deltas, days, rested = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
+    roi = roi_precheck(total, lowest, deltas, days, rested)
     run.effects.notice(f"{skill}: {roi.estimate}")
     if roi.decision == "recommend_skip":
         answer = run.ask(f"roi-{skill}", f"{skill}: {roi.reason}; {roi.estimate}. Optimize it anyway?", default_approve=False)

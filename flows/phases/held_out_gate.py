@@ -208,7 +208,7 @@ def _step_d(run: Run, skill: str, main_delta: float, held_delta: float, step_b_s
     if main_delta >= 8 and held_delta <= -3:
         _tighten(run, skill, 0.05, "strong overfitting (Step D)", scope="global")
     if main_delta >= 5 and held_delta <= -5:
-        freeze(run, skill, "extreme overfitting (Step D): frozen for 5 rounds", rounds=5)
+        freeze(run, skill, "extreme overfitting (Step D): frozen for 5 runs", runs=5)
         last = run.buffers[skill].entries[-1] if run.buffers[skill].entries else None
         if last is not None:
             run.buffers[skill] = run.buffers[skill].with_status(last.number, "permanent_block")
@@ -227,8 +227,10 @@ def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> No
             p.edit_budget = min(p.edit_budget, budget)
         else:
             p.skill_edit_budget[skill] = budget
+        p.budget_runs_left[profile_store.ALL_SKILLS if scope == "global" else skill] = profile_store.TIGHTEN_RUNS
 
     run.profile = run.effects.update_profile(run.workspace.profile, change)
     run.effects.emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
                                          "previous_budget_percent": previous * 100, "scope": scope})
-    run.effects.notice(f"edit budget {previous:.0%} → {budget:.0%} ({scope}): {reason}")
+    run.effects.notice(f"edit budget {previous:.0%} → {budget:.0%} ({scope}) for the next {profile_store.TIGHTEN_RUNS} "
+                       f"runs: {reason}; 'luban lift --budget' ends it now")

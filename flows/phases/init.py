@@ -21,12 +21,15 @@ from judges.backend import Backend, make_backend
 from judges.server import probe as probe_server
 from judges.settings import Settings, resolve
 from scoring.governance.alerts import check_alerts, run_metrics
+from scoring.governance.escalation import key
+from scoring.governance.library_alerts import LIBRARY, check_library
 from workspace import meta_learnings, rejected_edits, run_marker
 from workspace import profile as profile_store
 from workspace.file_ratchet import FileRatchet, check_readonly
 from workspace.git_ratchet import GitRatchet
 from workspace.git_repository import GitStateError, init_repository, open_repository
 from workspace.governance_records import apply_escalation, mode_history
+from workspace.holds import Ticked, tick
 from workspace.layout import MODES, Mode, Workspace, new_stamped_dir
 from workspace.manifest import ManifestWriter
 from workspace.results_tsv import ResultsFile, Status, Stop
@@ -62,8 +65,8 @@ def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str],
         init_repository(workspace.skills_dir)
     run_dir = new_stamped_dir(workspace.backups(), now)
     manifests: list[ManifestWriter] = []
-    git_ratchet = GitRatchet.start(workspace, skills, now, lambda branch, original: manifests.append(
-        ManifestWriter.create(run_dir, "full", branch, original)))
+    git_ratchet = GitRatchet.start(workspace, skills, now, lambda branch, original, base: manifests.append(
+        ManifestWriter.create(run_dir, "full", branch, original, base)))
     return git_ratchet, run_dir, manifests[0]
 
 
@@ -151,6 +154,23 @@ def _say_how_it_started(run: Run, scope: _Scope, undone: list[str]) -> None:
         run_marker.save(run.workspace.root, run.flow_run_id, mode=run.mode, state="running",
                         skills_dir=str(run.workspace.skills_dir), consumer=config.consumer.record(verdict_models(run.backend)))
     run.effects.notice(*[f"{s}: an edit applied but never scored was rolled back (resume)" for s in undone])
+    git = run.ratchet.git if run.ratchet is not None else None
+    if git is not None and not options.resume:
+        _say_where_it_starts(run, git)
+
+
+def _say_where_it_starts(run: Run, git) -> None:
+    """Run branches already merged where this run starts are deleted; a start on an earlier run's unmerged branch
+    (it builds on that run's edits) is said, never taken silently."""
+    from workspace.git_repository import BRANCH_PREFIX
+    from workspace.run_branches import delete_merged
+
+    deleted = delete_merged(git.repo, keep=git.branch)
+    if deleted:
+        run.effects.notice(f"deleted {len(deleted)} run branch(es) already merged into {git.base}: {', '.join(deleted)}")
+    if git.base and git.base.startswith(BRANCH_PREFIX):
+        run.effects.notice(f"this run starts from {git.base}, an earlier run's branch that is not merged: it builds on "
+                           f"that run's edits (merge that branch first to start from your own branch)")
 
 
 def _read_records(run: Run, scope: _Scope) -> None:
@@ -172,7 +192,9 @@ def _read_records(run: Run, scope: _Scope) -> None:
         run.effects.notice(f"{skill}: not optimized: {error}")
         run.record(skill, 0, Status.ERROR, None, stop=Stop.UNREADABLE, text=error)
     run.skills = [s for s in scope.skills if _allowed(run, s)]
-    _alerts(run)
+    if not run.options.evaluate_only:  # governance is the optimizer's: an evaluation only measures
+        _alerts(run)
+        _serve_holds(run, scope.skills)
 
 
 def shared_budget(settings, budget_id: str | None):
@@ -211,7 +233,8 @@ def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:
 def _allowed(run: Run, skill: str) -> bool:
     frozen = run.profile.frozen.get(skill)
     if frozen is not None:
-        run.effects.notice(f"{skill}: frozen since {frozen.since} ({frozen.reason}); 'luban unfreeze {skill}' lifts it")
+        length = f"{frozen.runs_left} more run(s), or " if frozen.runs_left is not None else ""
+        run.effects.notice(f"{skill}: frozen since {frozen.since} ({frozen.reason}); {length}'luban lift {skill}' lifts it")
         run.record(skill, 0, Status.SKIP, None, stop=Stop.FROZEN, text=frozen.reason)
         return False
     from workspace.file_ratchet import readonly_state
@@ -223,20 +246,37 @@ def _allowed(run: Run, skill: str) -> bool:
 
 
 def _alerts(run: Run) -> None:
+    """The alerts on the records before this run: each skill's own and the library's; a freeze takes the skill out
+    of this run, a pause is served by ``_serve_holds``; a fixed check that fired is noted, never escalated."""
     history = mode_history(run.workspace)
     if history.empty:
         return
-    alerts = [a for a in check_alerts(run_metrics(history)) if a.skill in run.skills]
-    for name, skill, action in apply_escalation(run.workspace, alerts):
-        run.alerts.append(f"{name} for {skill}: {action}")
-        run.effects.emit(
-            "luban.alert",
-            skill,
-            {"event_type": name, "severity": action, "detail": next(a.message for a in alerts if a.name == name and a.skill == skill)},
-        )
-        if action in ("pause", "freeze") and skill in run.skills:
-            run.skills.remove(skill)
-            run.effects.notice(f"{skill}: alert {name} escalated to {action}; skipped this run with a report in the alerts")
+    metrics = run_metrics(history)
+    since = run.profile.alert_counters.get(key("edit_outcomes", LIBRARY), {}).get("last_fired", "")
+    alerts = [a for a in check_alerts(metrics) if a.skill in run.skills] + check_library(metrics, since)
+    for name, skill, action in apply_escalation(run.workspace, alerts, list(run.skills)):
+        detail = next(a.message for a in alerts if a.name == name and a.skill == skill)
+        run.alerts.append(f"{name} for {'the library' if skill == LIBRARY else skill}: {action} ({detail})")
+        run.effects.emit("luban.alert", skill, {"event_type": name, "severity": action, "detail": detail})
+        for held in (list(run.skills) if skill == LIBRARY else [skill]):
+            if action == "freeze" and held in run.skills:
+                run.skills.remove(held)
+                run.effects.notice(f"{held}: alert {name} escalated to a freeze; skipped until 'luban lift {held}'")
+    run.profile = profile_store.load(run.workspace.profile)
+
+
+def _serve_holds(run: Run, skills: list[str]) -> None:
+    """One run served of every hold with a length (workspace/holds.py): a paused skill is measured, not edited. A
+    resumed run continues one that was served already: its paused skills stay paused, nothing counts down."""
+    if run.options.resume:
+        run.measure_only = frozenset(s for s in run.skills if s in run.profile.paused)
+        run.effects.notice(*[f"{s}: paused ({run.profile.paused[s].reason}): measured, not edited" for s in run.measure_only])
+        return
+    ticked: list[Ticked] = []
+    run.profile = run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, skills)))
+    run.effects.notice(*ticked[0].ended)
+    run.measure_only = frozenset(s for s in ticked[0].measure_only if s in run.skills)
+    run.effects.notice(*[f"{s}: {why}" for s, why in ticked[0].measure_only.items() if s in run.measure_only])
 
 
 def verdict_models(backend: Backend) -> dict[str, Any]:

@@ -14,14 +14,25 @@ from flows.state.run import Run
 from scoring.dim8 import needs_full_test
 from scoring.governance.meta_review import meta_review
 from scoring.governance.report import RunFacts, chart_png, latest_runs, render
-from workspace import run_marker
+from workspace import run_branches, run_marker
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.layout import Mode
 from workspace.manifest import rotate_backups
+from workspace.run_branches import Handoff
 
 
-def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None) -> Path:
-    """Phase 5: the run's report from its rows (``outcomes``: Phases 2–3's; ``stopped``: why the run stopped early)."""
+def hand_off(run: Run, stopped: str | None) -> Handoff | None:
+    """A full run's branch ready for review (workspace/run_branches.py); a finished run that kept nothing leaves none
+    (a stopped one keeps it: --resume continues on it). None in quick mode, which has no branch."""
+    git = run.ratchet.git if run.ratchet is not None else None
+    if git is None:
+        return None
+    return run_branches.hand_off(git.repo, git.branch, git.base, git.original, drop_when_empty=stopped is None)
+
+
+def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, handoff: Handoff | None = None) -> Path:
+    """Phase 5: the run's report from its rows (``outcomes``: Phases 2–3's; ``stopped``: why the run stopped early;
+    ``handoff``: the branch as the run hands it over)."""
     frame = mode_history(run.workspace)
     this_run = frame[frame["skill"].isin(list(run.baselines) + list(outcomes))] if not frame.empty else frame
     usage = run.backend.usage.totals() if run.backend.usage else {}
@@ -33,11 +44,11 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None) -> 
         notices.append(f"run stopped early: {stopped}")
     if run.backend.exact:
         notices += _needs_a_model(run, outcomes)
-    facts = RunFacts(mode=run.mode, branch=run.branch(), backups=str(run.run_dir),
+    facts = RunFacts(mode=run.mode, branch=handoff.branch if handoff else run.branch(), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.config.consumer.describe(),
                      usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run),
                      fallbacks=tuple(f"{kind}: {count}" for kind, count in sorted(run.fallbacks().items())),
-                     server=run.backend.server_facts())
+                     server=run.backend.server_facts(), handoff=tuple(handoff.lines()) if handoff else ())
     # kept with the run's records, so `luban report` rebuilds the same audit trail and notices from disk alone
     run_marker.save(run.workspace.root, run.flow_run_id, report_facts=asdict(facts))
     if this_run.empty:  # stopped before any score was recorded: the report still says why and what to do
@@ -97,8 +108,9 @@ def review(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
     ids: list[str] = []
     optimized = [s for s, o in outcomes.items() if o.rounds > 0]
     if len(optimized) >= 2:
-        frame = latest_runs(mode_history(run.workspace))
-        result = meta_review(frame[frame["skill"].isin(optimized)])
+        history = mode_history(run.workspace)
+        history = history[history["skill"].isin(optimized)]
+        result = meta_review(latest_runs(history), history)
         if result is not None:
             ids = write_meta_review(run.workspace, result, len(optimized))
     for skill in outcomes:

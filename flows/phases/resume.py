@@ -15,8 +15,8 @@ from flows.phases.preflight import Refused
 from flows.state.run import Run, RunOptions
 from workspace import pending_keep
 from workspace.file_ratchet import FileRatchet
-from workspace.git_ratchet import BRANCH_PREFIX, GitRatchet
-from workspace.git_repository import GitStateError, init_repository, open_repository
+from workspace.git_ratchet import GitRatchet
+from workspace.git_repository import BRANCH_PREFIX, GitStateError, init_repository, open_repository
 from workspace.layout import Workspace
 from workspace.lock import WorkspaceLock, queue_for, repository_lock
 from workspace.manifest import ManifestWriter
@@ -69,7 +69,7 @@ def resume_ratchet(workspace: Workspace, skills: list[str]):
         raise Refused(f"--resume: no recorded run on branch '{branch}' in {workspace.backups()}; "
                          + (f"switch to the run's branch first (git switch {runs[-1]})" if runs else "start without --resume"))
     writer = ManifestWriter.reopen(match[-1])
-    ratchet, undone = GitRatchet.resume(workspace, skills, writer.manifest.original or "HEAD")
+    ratchet, undone = GitRatchet.resume(workspace, skills, writer.manifest.original or "HEAD", writer.manifest.base)
     return ratchet, match[-1].parent, writer, undone
 
 

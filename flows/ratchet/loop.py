@@ -116,7 +116,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
         run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
                                        "to_version": run.commit() or "kept", "reason": trial.reason})
     if trial.freeze:
-        freeze(run, skill, "Safety red line hit by a judge", rounds=None)
+        freeze(run, skill, "Safety red line hit by a judge", runs=None)
 
 
 def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Proposal | None, spent: str = "") -> None:
@@ -154,7 +154,7 @@ def ever_reverted(run: Run, skill: str) -> bool:
 
 def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list[ProposalRequest]:
     """One request per dimension the proposer may try, in diagnosis order."""
-    guarded = frozenset(run.profile.guarded_dims())
+    guarded = frozenset(run.profile.guarded_dims(skill))
     exclude: frozenset[str] = frozenset()
     if run.quality is Quality.LITE:  # lite: format fixes only
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
@@ -202,13 +202,14 @@ def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str =
     return entry.sha256
 
 
-def freeze(run: Run, skill: str, reason: str, rounds: int | None) -> None:
+def freeze(run: Run, skill: str, reason: str, runs: int | None) -> None:
+    """Hold the skill out of the next runs: ``runs`` of them (Phase 0 counts them down), or until a person lifts it."""
     from workspace import profile as profile_store
     from workspace.governance_records import now_iso
 
     def change(p: profile_store.LubanProfile) -> None:
-        p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), rounds_left=rounds)
+        p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), runs_left=runs)
 
     run.profile = run.effects.update_profile(run.workspace.profile, change)
     run.effects.emit("luban.freeze", skill, {"skill_path": str(run.workspace.skill_file(skill)), "freeze_scope": "current",
-                                 "reason": reason, "duration_rounds": rounds})
+                                 "reason": reason, "duration_rounds": runs})  # the design's event schema: its "rounds" are runs

@@ -53,6 +53,7 @@ class Run:
     best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
+    measure_only: frozenset[str] = frozenset()  # paused skills: a baseline this run, no edit (workspace/holds.py)
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
     display: Display = NO_DISPLAY  # the terminal's progress bar while Phase 2 runs, paused for every question
     ledger: Ledger = field(default_factory=Ledger)  # every sample this run took, per skill and text

@@ -18,7 +18,14 @@ k = norm.isf(0.05 / 8) (Bonferroni over the eight checks, ≈ 2.50) from 30
 points on, the t quantile t.isf(0.05 / 8, n − 1) below that, and no alert at
 all under 5 points. Fixed thresholds stay fixed: flat > 40 %, budget use
 < 2 % or > 8 %, self-assessed vs measured gap > 5, Δ-mean slope < −0.1 per run
-(``linregress``, from 5 runs on), and a missing mode cell.
+(least squares, from 5 runs on), and a missing mode cell.
+
+Only a check with a noise model escalates (``Alert.escalates``): the dynamic
+ones here, and the library's (``library_alerts``). A fixed threshold knows
+nothing of the run's judge noise or edit sizes — under σ = 1 judges and two
+rounds a run, "flat > 40 %" fired for 23 of 25 healthy skill-runs and "budget
+use < 2 %" for any skill whose one small edit is small — so a fixed check is
+recorded and shown, never counted toward a pause or a freeze.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import json
 import math
 from dataclasses import dataclass
 
-from scoring.notes import fact_float
+from scoring.notes import fact_float, parse_note
 
 ALPHA = 0.05
 CHECKS = 8
@@ -55,6 +62,9 @@ class Alert:
     fired: bool
     active: bool  # False: not enough history to judge
     message: str
+    escalates: bool = True  # False: recorded and shown only (a fixed threshold, blind to noise)
+    run: str = ""  # the run checked (its first row's time): a counter observes each run once
+
 
     def __post_init__(self) -> None:  # pandas hands over numpy scalars; keep the record plain Python
         object.__setattr__(self, "fired", bool(self.fired))
@@ -89,60 +99,88 @@ def _assessment_gap(evidence: dict, expected: float, delta: float, target: str) 
     return max(0.0, abs(expected - measured) - slack)
 
 
+COLUMNS = ("skill", "run", "started", "dry_run_ratio", "revert_rate", "delta_mean", "flat_ratio", "mode_completeness",
+           "rejected_hit_rate", "budget_use", "assessment_gap", "attempts", "keeps", "worse", "baseline", "sha", "shift")
+
+
 def run_metrics(frame):
-    """One row per (skill, run) with the eight metrics; ``frame`` is results.tsv rows as pandas reads them."""
+    """One row per (skill, run) with the eight metrics, the run's attempts and keeps, and ``shift``: its baseline
+    minus the skill's previous baseline when both measured the same text (``sha``), else NaN; ``frame`` is
+    results.tsv rows as pandas reads them."""
     import pandas as pd
 
     rows = []
     for skill, group in frame.groupby("skill", sort=True):
         group = group.reset_index(drop=True)
         run_ids = (group["status"] == "baseline").cumsum()
+        previous: tuple[str, float] | None = None  # the last baseline's text and total
         for run_id, run in group.groupby(run_ids):
-            attempts = run[run["status"].isin(["keep", "revert"])]
-            notes = [str(n) for n in attempts["note"]]
-            evidence = [_evidence(e) for e in (attempts["evidence"] if "evidence" in attempts else [""] * len(attempts))]
-            proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
-            hits = sum(fact_float(n, "rejected_hits") or 0 for n in notes)
-            gaps = [_assessment_gap(e, fact_float(n, "expected") or 0.0, d, str(t))
-                    for n, d, e, t in zip(notes, attempts["delta"], evidence, attempts["dim_changed"], strict=False)
-                    if fact_float(n, "expected") is not None]
-            flats = [_flat(e, d) for e, d in zip(evidence, attempts["delta"], strict=False)]
-            decided = len(attempts)
-            rows.append({
-                "skill": skill, "run": int(run_id), "started": str(run["timestamp"].iloc[0]),
-                "dry_run_ratio": float(run["eval_mode"].isin(["dry_run", "fallback_dry"]).mean()),
-                "revert_rate": float((attempts["status"] == "revert").mean()) if decided else math.nan,
-                "delta_mean": float(attempts["delta"].mean()) if decided else math.nan,
-                "flat_ratio": sum(flats) / decided if decided else math.nan,
-                "mode_completeness": float(run["mode"].isin(["quick", "full"]).mean()),
-                "rejected_hit_rate": hits / proposals if proposals else math.nan,
-                "budget_use": float(attempts["edit_pct"].mean()) if decided else math.nan,
-                "assessment_gap": sum(gaps) / len(gaps) if gaps else math.nan,
-            })
+            row = _one_run(skill, int(run_id), run)
+            if row["sha"] and previous is not None and previous[0] == row["sha"]:
+                row["shift"] = row["baseline"] - previous[1]
+            if row["sha"] and row["baseline"] == row["baseline"]:
+                previous = (row["sha"], row["baseline"])
+            rows.append(row)
     return pd.DataFrame(rows).sort_values(["started", "skill"]).reset_index(drop=True) if rows else pd.DataFrame(
-        columns=["skill", "run", "started", "dry_run_ratio", "revert_rate", "delta_mean", "flat_ratio",
-                 "mode_completeness", "rejected_hit_rate", "budget_use", "assessment_gap"])
+        columns=list(COLUMNS))
 
 
-def _dynamic(name: str, skill: str, value: float, history: list[float], side: str, what: str) -> Alert:
+def _one_run(skill: str, run_id: int, run) -> dict:
+    attempts = run[run["status"].isin(["keep", "revert"])]
+    notes = [str(n) for n in attempts["note"]]
+    evidence = [_evidence(e) for e in (attempts["evidence"] if "evidence" in attempts else [""] * len(attempts))]
+    proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
+    hits = sum(fact_float(n, "rejected_hits") or 0 for n in notes)
+    gaps = [_assessment_gap(e, fact_float(n, "expected") or 0.0, d, str(t))
+            for n, d, e, t in zip(notes, attempts["delta"], evidence, attempts["dim_changed"], strict=False)
+            if fact_float(n, "expected") is not None]
+    flats = [_flat(e, d) for e, d in zip(evidence, attempts["delta"], strict=False)]
+    decided = len(attempts)
+    first = run.iloc[0]
+    is_baseline = first["status"] == "baseline"
+    return {
+        "skill": skill, "run": run_id, "started": str(first["timestamp"]),
+        "dry_run_ratio": float(run["eval_mode"].isin(["dry_run", "fallback_dry"]).mean()),
+        "revert_rate": float((attempts["status"] == "revert").mean()) if decided else math.nan,
+        "delta_mean": float(attempts["delta"].mean()) if decided else math.nan,
+        "flat_ratio": sum(flats) / decided if decided else math.nan,
+        "mode_completeness": float(run["mode"].isin(["quick", "full"]).mean()),
+        "rejected_hit_rate": hits / proposals if proposals else math.nan,
+        "budget_use": float(attempts["edit_pct"].mean()) if decided else math.nan,
+        "assessment_gap": sum(gaps) / len(gaps) if gaps else math.nan,
+        "attempts": decided, "keeps": int((attempts["status"] == "keep").sum()),
+        "worse": sum(e.get("verdict") == "revert" for e in evidence),  # a confident non-improvement (a veto)
+        "baseline": float(first["new_score"]) if is_baseline and first["new_score"] == first["new_score"] else math.nan,
+        "sha": parse_note(str(first["note"]))[0].get("sha", "") if is_baseline else "",
+        "shift": math.nan,
+    }
+
+
+def dynamic(name: str, skill: str, value: float, history: list[float], side: str, what: str, run: str = "",
+            scale: float = 1.0) -> Alert:
+    """``value`` against μ ± k·σ of ``history`` (``side``: upper, lower or both); ``scale`` divides σ (a mean of n
+    values is checked against σ/√n)."""
     points = [h for h in history if h == h]  # NaN-free
     k = k_for(len(points))
     if k is None or value != value:
         return Alert(name, skill, None if value != value else value, None, False, False,
-                     f"{name}: inactive ({len(points)} point(s) of history, {MIN_POINTS} needed)")
+                     f"{name}: inactive ({len(points)} point(s) of history, {MIN_POINTS} needed)", run=run)
     mean = sum(points) / len(points)
-    sd = math.sqrt(sum((p - mean) ** 2 for p in points) / (len(points) - 1))
-    threshold = mean + k * sd if side == "upper" else mean - k * sd
-    fired = value > threshold if side == "upper" else value < threshold
-    sign = "+" if side == "upper" else "−"
-    return Alert(name, skill, value, threshold, fired, True,
-                 f"{name} {value:.3f} {'beyond' if fired else 'within'} μ {sign} {k:.2f}σ = {threshold:.3f}: {what}")
+    sd = math.sqrt(sum((p - mean) ** 2 for p in points) / (len(points) - 1)) / scale
+    upper, lower = mean + k * sd, mean - k * sd
+    high = value > upper and side in ("upper", "both")
+    low = value < lower and side in ("lower", "both")
+    threshold = upper if high or side == "upper" else lower
+    sign = "+" if threshold == upper else "−"
+    return Alert(name, skill, value, threshold, high or low, True,
+                 f"{name} {value:.3f} {'beyond' if high or low else 'within'} μ {sign} {k:.2f}σ = {threshold:.3f}: {what}",
+                 run=run)
 
 
-def _fixed(name: str, skill: str, value: float, fired: bool, threshold: float, message: str) -> Alert:
+def _fixed(name: str, skill: str, value: float, fired: bool, threshold: float, message: str, run: str) -> Alert:
     if value != value:
-        return Alert(name, skill, None, threshold, False, False, f"{name}: no attempts to measure")
-    return Alert(name, skill, value, threshold, fired, True, message)
+        return Alert(name, skill, None, threshold, False, False, f"{name}: no attempts to measure", False, run)
+    return Alert(name, skill, value, threshold, fired, True, message, False, run)
 
 
 def check_alerts(metrics) -> list[Alert]:
@@ -153,28 +191,34 @@ def check_alerts(metrics) -> list[Alert]:
     for skill in sorted(set(metrics["skill"])):
         position = metrics.index[metrics["skill"] == skill][-1]
         current, history = metrics.loc[position], metrics.loc[: position - 1]
-        alerts.append(_dynamic("dry_run_ratio", skill, current["dry_run_ratio"], list(history["dry_run_ratio"]), "upper",
-                               "dim8 confidence is low"))
-        alerts.append(_dynamic("revert_rate", skill, current["revert_rate"], list(history["revert_rate"]), "lower",
-                               "the scorer may be too lenient"))
-        alerts.append(_dynamic("rejected_hit_rate", skill, current["rejected_hit_rate"], list(history["rejected_hit_rate"]),
-                               "upper", "proposals keep repeating rejected edits"))
+        run = str(current["started"])
+        alerts.append(dynamic("dry_run_ratio", skill, current["dry_run_ratio"], list(history["dry_run_ratio"]), "upper",
+                              "dim8 confidence is low", run))
+        alerts.append(dynamic("revert_rate", skill, current["revert_rate"], list(history["revert_rate"]), "lower",
+                              "the scorer may be too lenient", run))
+        alerts.append(dynamic("rejected_hit_rate", skill, current["rejected_hit_rate"], list(history["rejected_hit_rate"]),
+                              "upper", "proposals keep repeating rejected edits", run))
+        if "shift" in metrics:
+            alerts.append(dynamic("score_shift", skill, current["shift"], list(history["shift"]), "both",
+                                  "the judges read the unchanged text differently: have they drifted?", run))
         trend = [v for v in [*list(history["delta_mean"]), current["delta_mean"]] if v == v]
         if len(trend) >= MIN_POINTS:
             slope = float(np.polyfit(range(len(trend)), trend, 1)[0])
             alerts.append(Alert("delta_trend", skill, slope, -0.1, slope < -0.1, True,
-                                f"Δ-mean slope {slope:+.3f} per run (alert below −0.1): diminishing returns"))
+                                f"Δ-mean slope {slope:+.3f} per run (alert below −0.1): diminishing returns", False, run))
         else:
-            alerts.append(Alert("delta_trend", skill, None, -0.1, False, False, f"delta_trend: inactive ({len(trend)} run(s))"))
+            alerts.append(Alert("delta_trend", skill, None, -0.1, False, False, f"delta_trend: inactive ({len(trend)} run(s))",
+                                False, run))
         flat = current["flat_ratio"]
-        alerts.append(_fixed("flat_ratio", skill, flat, flat > 0.40, 0.40, f"flat ratio {flat:.0%} (alert over 40 %): scorer ceiling"))
+        alerts.append(_fixed("flat_ratio", skill, flat, flat > 0.40, 0.40, f"flat ratio {flat:.0%} (alert over 40 %): scorer ceiling",
+                             run))
         complete = current["mode_completeness"]
         alerts.append(_fixed("mode_completeness", skill, complete, complete < 1.0, 1.0,
-                             f"mode column {complete:.0%} complete: fill it in at Phase 0"))
+                             f"mode column {complete:.0%} complete: fill it in at Phase 0", run))
         budget = current["budget_use"]
         alerts.append(_fixed("budget_use", skill, budget, budget < 2 or budget > 8, 2.0,
-                             f"mean edit-budget use {budget:.1f} % (alert under 2 % or over 8 %)"))
+                             f"mean edit-budget use {budget:.1f} % (alert under 2 % or over 8 %)", run))
         gap = current["assessment_gap"]
         alerts.append(_fixed("assessment_gap", skill, gap, gap > 5, 5.0,
-                             f"self-assessed vs measured gap {gap:.1f} (alert over 5): self-assessment is unreliable"))
+                             f"self-assessed vs measured gap {gap:.1f} (alert over 5): self-assessment is unreliable", run))
     return alerts

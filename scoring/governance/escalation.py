@@ -11,6 +11,11 @@ Each round an alert either fires or stays quiet:
 - during a cool-down the counter does not fall; if the alert fires in at least
   half the cool-down rounds, the recovery was false: when the cool-down ends
   the counter is restored to its pre-downgrade value + 1.
+
+A "round" here is one run's check of the alert: a counter observes each run
+once (``seen``: the run it last observed), so an alert computed again on the
+same records — a paused skill that added none — neither climbs nor rests.
+A person's ``luban lift`` removes the counter with the hold (workspace/holds.py).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ class Escalation:
     cooldown_length: int = 0
     cooldown_hits: int = 0
     before_downgrade: int = 0
+    seen: str = ""  # the run this counter observed last
+    last_fired: str = ""  # the run it last fired on (a window check starts after it: workspace/library_alerts)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,11 +82,6 @@ def observe(state: Escalation, fired: bool) -> tuple[Escalation, str]:
         if 0 < new.count < 3 and new.quiet >= RESET_AFTER:
             return replace(new, count=0, quiet=0), "reset"
     return new, action
-
-
-def unfreeze(state: Escalation) -> Escalation:
-    """A person lifts the freeze (``luban unfreeze``); the counter drops below the pause line."""
-    return replace(state, frozen=False, paused=False, count=min(state.count, 2), quiet=0)
 
 
 def key(alert: str, skill: str) -> str:

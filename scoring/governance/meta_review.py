@@ -4,16 +4,17 @@
 - repeatedly reverted directions: strategies reverted at least twice;
 - ceiling signals: skills whose dim2/3/4 cluster is above 90 % of its maximum;
 - overfitting patterns: a strategy followed by a held-out failure in ≥ 2 skills;
-- oscillations: a dimension that rose in one round and fell in a later one,
-  in ≥ 2 skills — it goes to ``oscillation_guard`` and diagnosis skips it.
+- oscillations: a dimension whose established gain later kept edits undid
+  (``oscillation``), per skill — it goes to ``oscillation_guard`` and
+  diagnosis skips it in that skill for a few runs.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import dataclass, field
 
+from scoring.governance.oscillation import WINDOW, oscillations
 from scoring.model import WEIGHTS
 from scoring.notes import parse_note
 
@@ -44,8 +45,9 @@ def _scores(cell) -> dict[str, float]:
     return value if isinstance(value, dict) else {}
 
 
-def meta_review(frame) -> MetaReview | None:
-    """None when fewer than two skills were optimized (the review needs a cross-skill view)."""
+def meta_review(frame, history=None) -> MetaReview | None:
+    """None when fewer than two skills were optimized (the review needs a cross-skill view). ``frame``: the rows of
+    the skills' latest runs; ``history``: all their rows (oscillation reads each skill's recent runs; default frame)."""
     attempts = frame[frame["status"].isin(["keep", "revert"])]
     if attempts["skill"].nunique() < 2:
         return None
@@ -62,7 +64,7 @@ def meta_review(frame) -> MetaReview | None:
     for name, row in reverted[reverted["count"] >= 2].iterrows():
         lessons.append(Lesson("低收益/拒绝改动", str(name), {"reverts": str(int(row["count"])), "skills": str(int(row["nunique"]))}))
     lessons += _ceilings(frame) + _overfitting(frame)
-    oscillating = _oscillations(frame)
+    oscillating = oscillations(frame if history is None else history, WINDOW)
     for dim, skills in oscillating.items():
         lessons.append(Lesson("触顶信号规律", f"{dim} oscillates", {"skills": ", ".join(skills), "action": "oscillation_guard"}))
     preferred = tuple(str(n) for n in kept[kept["count"] >= 2].sort_values("mean", ascending=False).index)
@@ -89,20 +91,3 @@ def _overfitting(frame) -> list[Lesson]:
         by_strategy.setdefault(name, set()).add(str(row["skill"]))
     return [Lesson("过拟合模式库", f"{name} precedes held-out decline", {"skills": ", ".join(sorted(skills))})
             for name, skills in sorted(by_strategy.items()) if len(skills) >= 2]
-
-
-def _moves_both_ways(values: list[float]) -> bool:
-    moves = [b - a for a, b in itertools.pairwise(values)]
-    return any(m > 0 for m in moves) and any(m < 0 for m in moves)
-
-
-def _oscillations(frame) -> dict[str, tuple[str, ...]]:
-    """Dimensions whose score went both up and down across a skill's attempts, in two or more skills."""
-    skills_by_dim: dict[str, set[str]] = {}
-    for skill, group in frame.groupby("skill"):
-        history = [_scores(cell) for cell in group["scores"]]
-        for dim in WEIGHTS:
-            values = [h[dim] for h in history if isinstance(h.get(dim), (int, float))]
-            if _moves_both_ways(values):
-                skills_by_dim.setdefault(dim, set()).add(str(skill))
-    return {dim: tuple(sorted(skills)) for dim, skills in sorted(skills_by_dim.items()) if len(skills) >= 2}

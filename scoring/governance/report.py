@@ -30,6 +30,7 @@ class RunFacts:
     totals: tuple[str, ...] = ()  # "skill: total … from rules … + model …", as luban score explains its own
     fallbacks: tuple[str, ...] = ()  # "kind: count", every fallback the run took (judges unscored, prompts offline …)
     server: dict = field(default_factory=dict)  # how the run talked to its model server (dialects, slots, caps)
+    handoff: tuple[str, ...] = ()  # the run's branch for review: base, files changed, how to merge (full mode)
 
 
 def latest_runs(frame):
@@ -94,11 +95,13 @@ def render(frame, facts: RunFacts) -> str:
         "",
         "## Audit trail",
         "",
-        f"- Branch: {facts.branch or '— (quick mode: no git branch)'}",
+        f"- Branch: {facts.branch or ('— (nothing kept: no branch left)' if facts.handoff else '— (quick mode: no git branch)')}",
         f"- Backups: {facts.backups or '—'}",
         f"- Manifest: {facts.manifest or '—'}",
         "",
     ]
+    if facts.handoff:
+        lines += ["## Hand-off", "", *[f"- {line}" for line in facts.handoff], ""]
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from scoring.governance.alerts import check_alerts, k_for, run_metrics
-from scoring.governance.escalation import Escalation, observe, unfreeze
+from scoring.governance.escalation import Escalation, observe
 from workspace.results_tsv import COLUMNS
 
 
@@ -164,9 +164,7 @@ def test_freeze_needs_a_person_even_after_the_counter_recovers():
     state, _ = run(Escalation(), "xxxxx")
     state, actions = run(state, "." * 10)
     assert actions[-1] == "recover" and state.count == 2 and state.cooldown_left == 10
-    assert state.frozen  # the issue: frozen until a person unfreezes it
-    thawed = unfreeze(state)
-    assert not thawed.frozen and not thawed.paused
+    assert state.frozen  # the issue: frozen until a person lifts it (workspace/holds.py resets the counter then)
 
 
 def test_state_round_trips_through_the_profile():

@@ -96,8 +96,9 @@ def test_two_overrides_in_a_row_halve_the_domain_weight():
         (86.0, 6.9, [], "optimize", "medium"),
         (84.9, 9.0, [2.0], "optimize", "medium"),
         (60.0, 2.0, [], "optimize", "high"),
-        (75.0, 5.0, [0.5, 0.2, 0.9], "recommend_skip", "low"),
-        (75.0, 5.0, [3.0, 0.2, 0.9], "optimize", "medium"),
+        (75.0, 5.0, [0.0, 0.0, 0.0], "recommend_skip", "low"),
+        (75.0, 5.0, [0.5, 0.2, 0.9], "optimize", "medium"),  # every kept edit cleared the noise: small gains are gains
+        (75.0, 5.0, [3.0, 0.0, 0.0], "optimize", "medium"),
     ],
 )
 def test_roi_precheck(total, lowest, deltas, decision, room):
@@ -108,3 +109,26 @@ def test_roi_precheck(total, lowest, deltas, decision, room):
 def test_roi_estimate_line():
     assert roi_precheck(72.0, 5.0, [3.0, 0.5, 1.2], 14).estimate == "optimized 3 time(s), last +1.2, 14 days ago: room medium"
     assert roi_precheck(50.0, 1.0, [], None).estimate == "never optimized: room high"
+
+
+def test_a_stuck_skill_rests_then_is_tried_again():
+    """Skipping it records a run that attempts nothing: that must not keep it stuck for ever."""
+    stuck = [0.0, 0.0, 0.0]
+    assert [roi_precheck(75.0, 5.0, stuck, 7, rested).decision for rested in range(5)] == [
+        "recommend_skip", "recommend_skip", "recommend_skip", "optimize", "optimize"]
+
+
+def test_earlier_runs_count_attempted_runs_and_the_rest_since():
+    from datetime import UTC, datetime
+    from types import SimpleNamespace as Row
+
+    from scoring.governance.roi import earlier_runs
+
+    def run(day: int, *attempts: tuple[str, float]) -> list:
+        stamp = f"2026-11-{day:02d}T10:00:00+00:00"
+        return [Row(status="baseline", delta=None, timestamp=stamp)] + [Row(status=s, delta=d, timestamp=stamp) for s, d in attempts]
+
+    rows = run(1, ("keep", 0.4), ("revert", -1.0)) + run(2, ("revert", 0.3)) + run(3) + run(4, ("keep", 2.0)) + run(5) + run(6)
+    deltas, days, rested = earlier_runs(rows, datetime(2026, 11, 13, 10, tzinfo=UTC))
+    assert deltas == [0.4, 0.0, 2.0] and days == 7 and rested == 2
+    assert earlier_runs([], datetime(2026, 11, 13, tzinfo=UTC)) == ([], None, 0)

@@ -12,7 +12,7 @@ from tests.conftest import write_skill
 from tests.support.repos import GIT_IDENTITY, commit_all
 from workspace.git_ratchet import GitRatchet
 from workspace.git_repository import DirtySkillError, GitStateError, check_state, init_repository
-from workspace.layout import Workspace
+from workspace.layout import Workspace, new_stamped_dir
 
 NOW = datetime(2026, 12, 2, 15, 4)
 
@@ -35,17 +35,16 @@ def test_start_creates_a_dated_branch_and_remembers_the_original(tmp_path: Path)
     assert ratchet.original == original
 
 
-def test_branch_clashes_get_suffixes_then_stop(tmp_path: Path):
+def test_runs_in_the_same_minute_get_suffixes_however_many(tmp_path: Path):
+    """A scheduler may start runs back to back: every one gets a branch and a backup folder, none is told to wait."""
     repo, ws = make_repo(tmp_path)
-    names = []
-    for _ in range(3):
+    names, folders = [], []
+    for _ in range(6):
         repo.git.checkout("main")
         names.append(GitRatchet.start(ws, ["alpha"], NOW).branch)
-    assert names == ["auto-optimize/20261202-1504", "auto-optimize/20261202-1504-2", "auto-optimize/20261202-1504-3"]
-    repo.git.checkout("main")
-    with pytest.raises(GitStateError, match="all exist"):
-        GitRatchet.start(ws, ["alpha"], NOW)
-    assert repo.active_branch.name == "main"
+        folders.append(new_stamped_dir(ws.backups(), NOW).name)
+    assert names == ["auto-optimize/20261202-1504"] + [f"auto-optimize/20261202-1504-{n}" for n in range(2, 7)]
+    assert folders == ["20261202-1504"] + [f"20261202-1504-{n}" for n in range(2, 7)]
 
 
 def test_pre_edit_keep_rollback_and_restore(tmp_path: Path):

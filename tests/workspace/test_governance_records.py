@@ -20,17 +20,47 @@ def ws(tmp_path: Path) -> Workspace:
     return Workspace.open(tmp_path / "skills", "full")
 
 
-def alert(fired: bool, skill: str = "alpha") -> Alert:
-    return Alert("revert_rate", skill, 0.0, 0.1, fired, True, "m")
+def alert(fired: bool, skill: str = "alpha", run: str = "", escalates: bool = True, name: str = "revert_rate") -> Alert:
+    return Alert(name, skill, 0.0, 0.1, fired, True, "m", escalates, run)
 
 
 def test_escalation_counters_persist_across_runs_and_freeze_at_five(tmp_path: Path):
     w = ws(tmp_path)
-    actions = [apply_escalation(w, [alert(True), alert(False, "beta")]) for _ in range(5)]
+    actions = [apply_escalation(w, [alert(True, run=f"r{i}"), alert(False, "beta", f"r{i}")], ["alpha", "beta"])
+               for i in range(5)]
     assert [a[0] for a in actions] == [("revert_rate", "alpha", a) for a in ("record", "record", "pause", "pause", "freeze")]
     p = profile.load(w.profile)
-    assert p.alert_counters["revert_rate|alpha"]["count"] == 5 and "alpha" in p.frozen
+    assert p.alert_counters["revert_rate|alpha"]["count"] == 5 and "alpha" in p.frozen and "alpha" not in p.paused
     assert p.alert_counters["revert_rate|beta"]["count"] == 0
+
+
+def test_a_run_is_observed_once_however_often_its_alerts_are_computed(tmp_path: Path):
+    """The same records checked again (a paused skill added none) neither climb the ladder nor rest it."""
+    w = ws(tmp_path)
+    for _ in range(6):
+        apply_escalation(w, [alert(True, run="the-same-run")], ["alpha"])
+    p = profile.load(w.profile)
+    assert p.alert_counters["revert_rate|alpha"]["count"] == 1 and not p.paused and not p.frozen
+
+
+def test_a_fixed_check_is_noted_and_never_counted(tmp_path: Path):
+    w = ws(tmp_path)
+    for i in range(6):
+        actions = apply_escalation(w, [alert(True, run=f"r{i}", escalates=False, name="flat_ratio")], ["alpha"])
+        assert actions == [("flat_ratio", "alpha", "note")]
+    p = profile.load(w.profile)
+    assert p.alert_counters == {} and not p.paused and not p.frozen
+
+
+def test_a_library_alert_pauses_every_skill_of_the_run_and_its_recovery_lifts_them(tmp_path: Path):
+    w = ws(tmp_path)
+    for i in range(3):
+        apply_escalation(w, [alert(True, "*", f"r{i}")], ["alpha", "beta"])
+    p = profile.load(w.profile)
+    assert sorted(p.paused) == ["alpha", "beta"] and "(library)" in p.paused["alpha"].reason
+    for i in range(3, 8):
+        actions = apply_escalation(w, [alert(False, "*", f"r{i}")], ["alpha", "beta"])
+    assert actions == [("revert_rate", "*", "recover")] and profile.load(w.profile).paused == {}
 
 
 def test_meta_review_is_appended_with_ids_and_guards_oscillating_dims(tmp_path: Path):
@@ -42,7 +72,7 @@ def test_meta_review_is_appended_with_ids_and_guards_oscillating_dims(tmp_path: 
     meta = meta_learnings.load(w.meta_learnings)
     assert meta.sections["高收益改动"][0].fields["mean_delta"] == "+4.0" and meta.last_epoch_review != "-"
     guard = profile.load(w.profile).oscillation_guard
-    assert [(g.dim, g.skills) for g in guard] == [("dim5", ["a", "b"])]  # not added twice
+    assert [(g.dim, g.skills, g.runs_left) for g in guard] == [("dim5", ["a"], 5), ("dim5", ["b"], 5)]  # not added twice
 
 
 def test_health_findings_go_to_the_scorer_health_section(tmp_path: Path):

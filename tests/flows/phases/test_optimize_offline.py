@@ -146,20 +146,21 @@ def test_full_mode_without_git_refuses_with_the_choices(example_skills: Path):
     del PrefectException
 
 
-def test_roi_precheck_asks_when_three_runs_gained_little_and_batch_skips(example_skills: Path):
+def test_roi_precheck_asks_when_three_runs_kept_nothing_and_batch_skips(example_skills: Path):
     from workspace.results_tsv import ResultRow
 
     history = ResultsFile(example_skills.parent / "luban-workspace" / "quick" / "pr-review" / "results.tsv")
     history.ensure()
-    for day in (1, 2, 3):  # three earlier runs, each kept +0.5 in total
+    for day in (1, 2, 3):  # three earlier runs, each reverted its one edit
         history.append(ResultRow(f"2026-11-0{day}T10:00:00+00:00", "pr-review", 0, "baseline", "quick", new_score=50.0))
-        history.append(ResultRow(f"2026-11-0{day}T10:01:00+00:00", "pr-review", 1, "keep", "quick", old_score=50.0,
-                                 new_score=50.5, delta=0.5, edit_pct=2.0, note="strategy=s"))
+        history.append(ResultRow(f"2026-11-0{day}T10:01:00+00:00", "pr-review", 1, "revert", "quick", old_score=50.0,
+                                 new_score=49.5, delta=-0.5, edit_pct=2.0, note="strategy=s"))
     original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
     result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto")
     last = ResultsFile(history.path).rows()[-1]
-    assert last.status == "skip" and last.stop == "roi" and "gained less than 1 point (skipped: auto)" in last.note
-    assert any("optimized 3 time(s), last +0.5" in n for n in result["notices"])
+    assert last.status == "skip" and last.stop == "roi" and "the last three runs kept no edit" in last.note
+    assert "rests 3 more run(s), then is tried again) (skipped: auto)" in last.note
+    assert any("optimized 3 time(s), last +0.0" in n for n in result["notices"])
     assert result["skills"] == {} and (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
 
 
