@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch bench-real real-model
+.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch bench-real bench-weekly real-model
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,6 +83,12 @@ bench-batch: $(STAMP)
 # False-keep and true-keep rates of the keep decision against noisy loopback judges, through the real flow.
 bench-noise: $(STAMP)
 	$(BIN)/python benchmarks/judge_noise.py
+
+# A library run week after week: false alarms in a steady noisy world, detection when the proposer turns bad or the
+# judges drift (about 2 minutes a world and seed on 2 cores; BENCH_WEEKLY_SEEDS=11,12,13 for more).
+BENCH_WEEKLY_SEEDS ?= 11,12
+bench-weekly: $(STAMP)
+	$(BIN)/python benchmarks/weekly_runs.py --weeks 20 --seeds $(BENCH_WEEKLY_SEEDS)
 
 # Calls, tokens and wall time per decision against the real model, and wall time against the server's own.
 bench-real: real-model

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from scoring.governance.alerts import Alert
 from scoring.governance.escalation import Escalation, key, observe
-from scoring.governance.health import HealthFinding
 from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.meta_review import MetaReview
 from workspace import meta_learnings, profile
@@ -74,12 +73,14 @@ def _hold(p: profile.LubanProfile, alert: Alert, action: str, held: list[str]) -
 
 
 def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized: int) -> list[str]:
+    """The review's lessons, each marked with the mode that learned them (``meta_learnings.guidance`` reads them back
+    for that mode only), and its oscillations as guards for the skills they were found in."""
     ids: list[str] = []
     today = datetime.now(UTC).date().isoformat()
 
     def change(meta: meta_learnings.MetaLearnings) -> None:
         for lesson in review.lessons:
-            ids.append(meta.add(lesson.section, today, lesson.title, lesson.fields).id)
+            ids.append(meta.add(lesson.section, today, lesson.title, lesson.fields | {"mode": str(workspace.mode)}).id)
         meta.last_epoch_review = now_iso()
         meta.skills_optimized_since_last_review = 0 if skills_optimized >= 2 else meta.skills_optimized_since_last_review + skills_optimized
 
@@ -88,23 +89,12 @@ def write_meta_review(workspace: Workspace, review: MetaReview, skills_optimized
     def guard(p: profile.LubanProfile) -> None:
         for dim, skills in review.oscillating_dims.items():
             for skill in skills:  # one guard a skill, each with its own length; one already there runs on as it is
-                if dim not in p.guarded_dims(skill):
-                    p.oscillation_guard.append(profile.OscillationGuard(dim=dim, since=now_iso(), skills=[skill]))
+                if dim not in p.guarded_dims(skill, str(workspace.mode)):
+                    p.oscillation_guard.append(profile.OscillationGuard(dim=dim, since=now_iso(), skills=[skill],
+                                                                        mode=str(workspace.mode)))
 
     profile.update(workspace.profile, guard)
     return ids
-
-
-def write_health(workspace: Workspace, findings: list[HealthFinding]) -> None:
-    if not findings:
-        return
-    today = datetime.now(UTC).date().isoformat()
-
-    def change(meta: meta_learnings.MetaLearnings) -> None:
-        for f in findings:
-            meta.add("评分系统健康度", today, f.check, {"severity": f.severity, "detail": f.detail})
-
-    meta_learnings.update(workspace.meta_learnings, change, created=now_iso())
 
 
 def write_report(workspace: Workspace, markdown: str, png: bytes, stamp: str) -> tuple[Path, Path | None]:

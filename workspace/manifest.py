@@ -1,9 +1,10 @@
 """``version_manifest.json`` (full mode, one per run) and per-round backups with rotation.
 
 The manifest is the audit trail of a run: every file Luban touched with its
-SHA-256 before and after, when, and by whom, plus what was pruned. It is
-rewritten atomically after every change, so a crash loses at most the entry
-being added.
+SHA-256 before and after, when, and by whom, every checkpoint's answer, plus
+what was pruned. It is rewritten atomically after every change, under a lock
+(several skills' threads write it), so a crash loses at most the entry being
+added.
 
 Backups: ``<run backup dir>/<skill>/baseline.md`` and ``roundN-modified.md``.
 Rotation keeps, per skill in a run, the baseline, round 1 and the latest five
@@ -18,6 +19,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +53,15 @@ class TouchedFile(BaseModel):
     action: str
 
 
+class Approval(BaseModel):
+    checkpoint: str
+    approved: bool
+    answered_by: str
+    at: str
+    choice: str = ""
+    comment: str = ""
+
+
 class RunManifest(BaseModel):
     run_id: str
     mode: str
@@ -60,6 +71,7 @@ class RunManifest(BaseModel):
     original: str | None = None  # the commit the run started from (what restore_original goes back to)
     base: str | None = None  # the branch the run started on: where its hand-off merges
     files: list[TouchedFile] = Field(default_factory=list)
+    approvals: list[Approval] = Field(default_factory=list)
     pruned_backups: list[str] = Field(default_factory=list)
     pruned_rejected_edits: list[str] = Field(default_factory=list)
 
@@ -67,6 +79,7 @@ class RunManifest(BaseModel):
 class ManifestWriter:
     def __init__(self, path: Path, manifest: RunManifest):
         self.path, self.manifest = path, manifest
+        self._lock = threading.Lock()
         self._save()
 
     @classmethod
@@ -76,18 +89,26 @@ class ManifestWriter:
                                operator=operator(), branch=branch, original=original, base=base)
         return cls(run_dir / "version_manifest.json", manifest)
 
-    def touched(self, path: Path, before: bytes | None, after: bytes | None, action: str) -> None:
-        self.manifest.files.append(TouchedFile(
-            path=str(path), sha256_before=sha256(before) if before is not None else None,
-            sha256_after=sha256(after) if after is not None else None,
-            at=datetime.now(UTC).isoformat(), action=action,
-        ))
-        self._save()
+    def touched(self, path: Path | str, before: bytes | None, after: bytes | None, action: str) -> None:
+        with self._lock:
+            self.manifest.files.append(TouchedFile(
+                path=str(path), sha256_before=sha256(before) if before is not None else None,
+                sha256_after=sha256(after) if after is not None else None,
+                at=datetime.now(UTC).isoformat(), action=action,
+            ))
+            self._save()
+
+    def approved(self, checkpoint: str, approved: bool, answered_by: str, choice: str = "", comment: str = "") -> None:
+        with self._lock:
+            self.manifest.approvals.append(Approval(checkpoint=checkpoint, approved=approved, answered_by=answered_by,
+                                                    at=datetime.now(UTC).isoformat(), choice=choice, comment=comment))
+            self._save()
 
     def pruned(self, backups: Sequence[str] = (), rejected: Sequence[str] = ()) -> None:
-        self.manifest.pruned_backups += list(backups)
-        self.manifest.pruned_rejected_edits += list(rejected)
-        self._save()
+        with self._lock:
+            self.manifest.pruned_backups += list(backups)
+            self.manifest.pruned_rejected_edits += list(rejected)
+            self._save()
 
     @classmethod
     def reopen(cls, path: Path) -> ManifestWriter:

@@ -121,3 +121,26 @@ def update(path: Path, change: Callable[[MetaLearnings], None], created: str, ti
         change(meta)
         atomic_write(path, render(meta))
         return meta
+
+
+HINTS = 5  # lessons the proposer's prompt lists at most
+
+
+def guidance(path: Path, mode: str) -> tuple[frozenset[str], tuple[str, ...]]:
+    """What the epoch reviews of ``mode`` teach the next runs: the dimensions with high-yield patterns (diagnosis
+    tries them first) and the hints the proposer's prompt lists. A quick run's lessons (offline heuristics, no git)
+    do not steer a full run, nor the other way round; an entry written before lessons named their mode counts for both."""
+    if not path.exists():
+        return frozenset(), ()
+    meta = load(path)
+
+    def ours(entry: MetaEntry) -> bool:
+        return entry.fields.get("mode", mode) == mode
+
+    high = [e for e in meta.sections.get("高收益改动", []) if ours(e)]
+    low = [e for e in meta.sections.get("低收益/拒绝改动", []) if ours(e)]
+    dims = frozenset(e.fields["dim"] for e in high if e.fields.get("dim"))
+    hints = [f"kept often elsewhere: {e.title} ({e.fields.get('dim') or 'any dimension'}, mean Δ "
+             f"{e.fields.get('mean_delta', '?')})" for e in reversed(high)]
+    hints += [f"reverted often elsewhere: {e.title} ({e.fields.get('reverts', '?')} times)" for e in reversed(low)]
+    return dims, tuple(hints[:HINTS])

@@ -39,6 +39,7 @@ class OscillationGuard(BaseModel):
     since: str
     skills: list[str] = Field(default_factory=list)
     runs_left: int | None = GUARD_RUNS  # None (a profile from before guards expired): ends after GUARD_RUNS from now
+    mode: str | None = None  # the mode whose records showed it (None: written before guards named their mode)
 
 
 class FrozenSkill(BaseModel):
@@ -82,9 +83,10 @@ class LubanProfile(BaseModel):
     def budget_for(self, skill: str) -> float:
         return min(self.edit_budget, self.skill_edit_budget.get(skill, self.edit_budget))
 
-    def guarded_dims(self, skill: str | None = None) -> set[str]:
-        """The dimensions under a guard (for ``skill``; a guard listing no skill holds them all)."""
-        return {g.dim for g in self.oscillation_guard if skill is None or not g.skills or skill in g.skills}
+    def guarded_dims(self, skill: str | None = None, mode: str | None = None) -> set[str]:
+        """The dimensions under a guard (for ``skill``, a guard listing no skill holds them all; in ``mode``)."""
+        return {g.dim for g in self.oscillation_guard if (skill is None or not g.skills or skill in g.skills)
+                and (mode is None or g.mode in (None, mode))}
 
 
 class ProfileError(ValueError):

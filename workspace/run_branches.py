@@ -55,6 +55,14 @@ def changed_files(repo: git.Repo, original: str, branch: str) -> tuple[ChangedFi
     return tuple(found)
 
 
+def file_at(repo: git.Repo, rev: str, path: str) -> bytes | None:
+    """The file's bytes at ``rev`` (None: it did not exist there)."""
+    try:
+        return (repo.commit(rev).tree / path).data_stream.read()
+    except KeyError:
+        return None
+
+
 def hand_off(repo: git.Repo, branch: str, base: str | None, original: str, drop_when_empty: bool) -> Handoff:
     """The run's branch ready for review; or, when it changed nothing and ``drop_when_empty``, gone."""
     files = changed_files(repo, original, branch)

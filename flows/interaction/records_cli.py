@@ -74,7 +74,8 @@ def report(
     from rich.console import Console
     from rich.markdown import Markdown
 
-    from scoring.governance.report import RunFacts, chart_png, render
+    from scoring.governance.charts import chart_png
+    from scoring.governance.report import RunFacts, render
     from workspace import run_marker
     from workspace.governance_records import mode_history, write_report
 
@@ -90,6 +91,41 @@ def report(
     md, png = write_report(ws, markdown, chart_png(frame), datetime.now(UTC).strftime("%Y%m%d-%H%M%S"))
     Console().print(Markdown(markdown))
     typer.echo(f"report: {md}\nchart:  {png}")
+
+
+def status(
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: str | None = workspace_option(),
+    runs: int = typer.Option(5, "--runs", min=1, help="How many of each skill's last runs the Δ and kept columns cover."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout instead of the table."),
+) -> None:
+    """The library at a glance: per skill its last run, its score over the last runs, what holds it (frozen, paused,
+    resting), alert counters, guards and edit budget; the run branches still open."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from workspace.library_status import library_status, rows_for_table
+
+    ws = _workspace(skills_dir, mode, workspace, "status")
+    recorded = sorted(p.parent.name for p in ws.mode_dir.glob("*/results.tsv"))
+    state = library_status(ws, sorted(set(ws.skill_names()) | set(recorded)), runs)
+    if as_json:
+        typer.echo(json.dumps(state.to_json(), indent=2, ensure_ascii=False))
+        return
+    rows = rows_for_table(state)
+    table = Table(title=f"{ws.skills_dir} — {ws.mode} mode", title_justify="left")
+    for column in (rows[0] if rows else {"skill": ""}):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row.values())
+    console = Console()
+    console.print(table)
+    held = sum(not s.state.startswith("ok") for s in state.skills)
+    console.print(f"{len(state.skills)} skill(s), {held} held back; edit budget {state.budget}; library alerts: "
+                  f"{', '.join(state.library_alerts) or 'none'}; run branches: {', '.join(state.branches) or 'none'}")
 
 
 def lift(

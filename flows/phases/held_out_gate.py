@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 from prefect import get_run_logger
 
+from flows.phases.rounds import exploratory_rewrite
 from flows.ratchet import measure, records
 from flows.ratchet.loop import freeze, optimize_skill, reject
 from flows.ratchet.rebuild import kept_edits
@@ -195,7 +196,11 @@ def _step_c(run: Run, skill: str, main_delta: float, held_delta: float, double: 
                      f"held-out {held_delta:+.1f}); rewrite it (Phase 2.5)?",
                      default_approve=False, timeout=min(300, run.options.approval_timeout))
     flag = "held_out_double_fail" if double else "held_out_fail"
-    run.effects.notice(f"{skill}: {flag}; kept the current version (rewrite {'approved' if answer.approved else 'not approved'})")
+    if answer.approved and answer.by_a_person:  # a person's yes is the rewrite's consent: Phase 2.5 runs now
+        kept = exploratory_rewrite(run, skill, consented=True)
+        run.effects.notice(f"{skill}: {flag}; the rewrite a person approved was {'kept' if kept else 'not better: rolled back'}")
+    else:
+        run.effects.notice(f"{skill}: {flag}; kept the current version (rewrite not approved: {answer.answered_by})")
 
     def queue(meta: meta_learnings.MetaLearnings) -> None:
         meta.add("L1 待处理队列", now_iso()[:10], f"{skill}: {flag}", {"main_delta": f"{main_delta:+.1f}",

@@ -37,10 +37,13 @@ from workspace.results_tsv import ResultsFile, Status, Stop
 RunRefused = Refused  # the run cannot start; the message says why and what to do
 
 
-def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], records: int) -> tuple[str, list[str]]:
+def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], records: int,
+                workspace_root: Path | None = None) -> tuple[str, list[str]]:
     if options.mode in ("quick", "full"):
         return options.mode, [f"mode {options.mode} given explicitly"]
-    decision = routed(Scope(skills_dir, tuple(skills)), records)
+    profile_path = workspace_root / "luban-profile.json" if workspace_root else None
+    exemption = profile_store.load(profile_path).inference_exemptions.get("domain") if profile_path else None
+    decision = routed(Scope(skills_dir, tuple(skills)), records, workspace_root, exemption.weight_factor if exemption else 1.0)
     reasons = [f"mode router: {decision.band} (M = {decision.m:.4f})", *decision.reasons]
     suggested = decision.mode or "quick"
     undecided = "\n\nThe router cannot decide on its own: choose." if decision.pause or decision.mode is None else ""
@@ -48,7 +51,21 @@ def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], record
     answer = checkpoint("mode", summary, options.approval, choices=("quick", "full"), default_choice=suggested,
                         timeout=options.approval_timeout)
     chosen = answer.choice if answer.choice in ("quick", "full") else suggested
+    if profile_path is not None and decision.mode is not None and chosen != decision.mode:
+        _remember_override(profile_path, decision.mode, chosen)
     return chosen, reasons + ([f"mode {chosen} chosen at the checkpoint ({answer.answered_by})"] if chosen != suggested else [])
+
+
+def _remember_override(profile_path: Path, suggested: str, chosen: str) -> None:
+    """A person chose against the router: twice the same way in a row halves the domain weight (the design's
+    mis-routing correction), kept in the profile's inference exemptions."""
+    from scoring.governance.mode_router import record_override
+
+    def change(p: profile_store.LubanProfile) -> None:
+        held = p.inference_exemptions.setdefault("domain", profile_store.InferenceExemption())
+        held.overrides, held.weight_factor = record_override(held.overrides, suggested, chosen, held.weight_factor)
+
+    profile_store.update(profile_path, change)
 
 
 def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str], now: datetime):
@@ -107,7 +124,7 @@ def _scope(options: RunOptions, flow_run_id: str | None) -> _Scope:
     records = recorded_rows(probe.root)
     unreadable = _unreadable(skills_dir, skills)  # before anything else reads them: a FIFO, a link out, a 50 MB file
     skills = [s for s in skills if s not in unreadable]
-    mode, reasons = choose_mode(options, skills_dir, skills, records)
+    mode, reasons = choose_mode(options, skills_dir, skills, records, probe.root)
     workspace = Workspace.open(skills_dir, Mode(mode), probe.root)
     if options.resume and not options.evaluate_only and not resume.resumable(workspace):
         options = replace(options, resume=False)
@@ -176,8 +193,7 @@ def _say_where_it_starts(run: Run, git) -> None:
 def _read_records(run: Run, scope: _Scope) -> None:
     """Lessons, each skill's records and rejected edits, what a kill interrupted, and which skills this run takes."""
     workspace = run.workspace
-    meta = meta_learnings.load(workspace.meta_learnings)
-    run.preferred_dims = frozenset(e.fields["dim"] for e in meta.sections.get("高收益改动", []) if e.fields.get("dim"))
+    run.preferred_dims, run.meta_hints = meta_learnings.guidance(workspace.meta_learnings, str(run.mode))
     for skill in scope.skills:
         repair = ResultsFile(workspace.results_tsv(skill)).ensure()
         if repair:

@@ -153,10 +153,14 @@ def lock_path(skills_dir: Path, workspace: str | None) -> Path:
     return (Path(workspace).resolve() if workspace else default_root(skills_dir)) / "luban.lock"
 
 
-def routed(scope: Scope, records: int):
-    """The mode router's reading of the batch: the skill that most needs full mode decides (RUBRIC's M)."""
+def routed(scope: Scope, records: int, workspace_root: Path | None = None, domain_factor: float = 1.0):
+    """The mode router's reading of the batch: the skill that most needs full mode decides (RUBRIC's M). Each skill
+    is read with the files it references and its reverts in either mode's records (under ``workspace_root``);
+    ``domain_factor``: the correction a person's repeated overrides earned (``record_override``)."""
+    from scoring.document import parse
     from scoring.governance.mode_router import route
-    from workspace.skill_source import read_skill, source_text
+    from scoring.validation import scan_references
+    from workspace.skill_source import list_files, read_skill, source_text
 
     routes = []
     for skill in scope.skills:
@@ -164,8 +168,20 @@ def routed(scope: Scope, records: int):
         # a skill that cannot be read is left to Phase 0, which names it and goes on without it.
         text, _ = source_text(read_skill(scope.skills_dir / skill / "SKILL.md"))
         if text is not None:
-            routes.append(route(text, text.count("\n") + 1, 0, 0, records))
+            refs = scan_references(parse(text), list_files(scope.skills_dir / skill))
+            referenced = len({r.target for r in refs if r.status == "exists"})
+            routes.append(route(text, text.count("\n") + 1, referenced, _reverts(workspace_root, skill), records,
+                                domain_factor=domain_factor))
     return max(routes or [route("", 1, 0, 0, records)], key=lambda r: r.m)
+
+
+def _reverts(workspace_root: Path | None, skill: str) -> int:
+    from workspace.results_tsv import ResultsFile
+
+    if workspace_root is None:
+        return 0
+    return sum(row.status == "revert" for path in sorted(workspace_root.glob(f"*/{skill}/results.tsv"))
+               for row in ResultsFile(path).rows())
 
 
 def recorded_rows(workspace_root: Path) -> int:
@@ -184,7 +200,7 @@ def preflight(skills_dir: str, skills: list[str] | tuple[str, ...], mode: str, a
     check_server(llm, scope.skills_dir)
     lock = lock_path(scope.skills_dir, workspace)
     if mode == "auto" and not evaluate_only:  # full when the router will not ask a person: check git now, not after
-        decision = routed(scope, recorded_rows(lock.parent))
+        decision = routed(scope, recorded_rows(lock.parent), lock.parent)
         mode = "full" if decision.mode == "full" and not decision.pause else mode
     if mode == "full" and not evaluate_only:  # a queued run's skills are checked when its turn comes: the run
         check_git(scope, init_git, resume or bool(lock_wait))  # before it may have an edit in the checkout now

@@ -12,11 +12,14 @@ from flows.ratchet import records
 from flows.state.products import SkillOutcome
 from flows.state.run import Run
 from scoring.dim8 import needs_full_test
+from scoring.governance.charts import chart_png
 from scoring.governance.meta_review import meta_review
-from scoring.governance.report import RunFacts, chart_png, latest_runs, render
+from scoring.governance.mode_feedback import mode_feedback
+from scoring.governance.report import RunFacts, latest_runs, render
 from workspace import run_branches, run_marker
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.layout import Mode
+from workspace.library_status import library_status, rows_for_table
 from workspace.manifest import rotate_backups
 from workspace.run_branches import Handoff
 
@@ -27,7 +30,13 @@ def hand_off(run: Run, stopped: str | None) -> Handoff | None:
     git = run.ratchet.git if run.ratchet is not None else None
     if git is None:
         return None
-    return run_branches.hand_off(git.repo, git.branch, git.base, git.original, drop_when_empty=stopped is None)
+    handoff = run_branches.hand_off(git.repo, git.branch, git.base, git.original, drop_when_empty=stopped is None)
+    if run.manifest is not None and handoff.branch is not None:  # every file the run leaves changed, before and after
+        for changed in handoff.files:
+            before, after = run_branches.file_at(git.repo, git.original, changed.path), run_branches.file_at(
+                git.repo, handoff.branch, changed.path)
+            run.manifest.touched(changed.path, before, after, "changed on the run branch")
+    return handoff
 
 
 def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, handoff: Handoff | None = None) -> Path:
@@ -42,13 +51,16 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
         notices.append(_counter_example_6(run, outcomes))
     if stopped:
         notices.append(f"run stopped early: {stopped}")
+    if not this_run.empty:
+        notices += [n for n in (mode_feedback(run.mode, _kept_deltas(this_run)),) if n]
     if run.backend.exact:
         notices += _needs_a_model(run, outcomes)
     facts = RunFacts(mode=run.mode, branch=handoff.branch if handoff else run.branch(), backups=str(run.run_dir),
                      manifest=str(run.manifest.path) if run.manifest else None, consumer_baseline=run.config.consumer.describe(),
                      usage=usage, alerts=tuple(run.alerts), notices=tuple(notices), totals=_totals(run),
                      fallbacks=tuple(f"{kind}: {count}" for kind, count in sorted(run.fallbacks().items())),
-                     server=run.backend.server_facts(), handoff=tuple(handoff.lines()) if handoff else ())
+                     server=run.backend.server_facts(), handoff=tuple(handoff.lines()) if handoff else (),
+                     guards=_guards(run))
     # kept with the run's records, so `luban report` rebuilds the same audit trail and notices from disk alone
     run_marker.save(run.workspace.root, run.flow_run_id, report_facts=asdict(facts))
     if this_run.empty:  # stopped before any score was recorded: the report still says why and what to do
@@ -62,10 +74,28 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
     rows = this_run.astype(object).where(this_run.notna(), "").astype(str).to_dict(orient="records") if not this_run.empty else []
     if rows:
         create_table_artifact(rows, key="luban-results", description="results.tsv rows of this run")
+    library = rows_for_table(library_status(run.workspace, run.workspace.skill_names()))
+    if library:  # what `luban status` shows, as this run leaves the library
+        create_table_artifact(library, key="luban-library-status", description="the library at a glance (luban status)")
     for row in rows[-50:]:
         get_run_logger().info("results.tsv %s round %s: %s %s→%s %s", row["skill"], row["round"], row["status"],
                               row["old_score"], row["new_score"], row["note"][:120])
     return md_path
+
+
+def _guards(run: Run) -> tuple[str, ...]:
+    from workspace import profile as profile_store
+
+    held = profile_store.load(run.workspace.profile).oscillation_guard
+    return tuple(f"{g.dim}: {', '.join(g.skills) or 'every skill'} ({g.runs_left} run(s) left)" for g in held
+                 if g.mode in (None, str(run.mode)))
+
+
+def _kept_deltas(frame) -> list[list[float]]:
+    """Each skill's kept Δs in its latest run, in round order; skills in the order their runs started."""
+    latest = latest_runs(frame).sort_values(["timestamp", "round"], kind="stable")
+    return [[float(d) for d in group.loc[group["status"] == "keep", "delta"] if d == d]
+            for _, group in latest.groupby("skill", sort=False)]
 
 
 def _totals(run: Run) -> tuple[str, ...]:

@@ -154,7 +154,7 @@ def ever_reverted(run: Run, skill: str) -> bool:
 
 def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list[ProposalRequest]:
     """One request per dimension the proposer may try, in diagnosis order."""
-    guarded = frozenset(run.profile.guarded_dims(skill))
+    guarded = frozenset(run.profile.guarded_dims(skill, str(run.mode)))
     exclude: frozenset[str] = frozenset()
     if run.quality is Quality.LITE:  # lite: format fixes only
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
@@ -165,7 +165,7 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
 
     return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
                             active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill),
-                            allow_rename=run.options.allow_rename, inserted_elsewhere=elsewhere)
+                            allow_rename=run.options.allow_rename, inserted_elsewhere=elsewhere, meta_hints=run.meta_hints)
             for dim in diagnose(card.score, guarded, run.preferred_dims, exclude)]
 
 
@@ -195,11 +195,21 @@ def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> Proposal
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:
     buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason.value, status,
                                                    note=edit.describe())
+    buffer = replace(buffer, hit_to_submit_ratio=hit_to_submit(run.results(skill).rows()))
     run.buffers[skill] = buffer
     save_rejected(run.workspace.rejected_edits(skill), buffer)
     if pruned and run.manifest:
         run.manifest.pruned(rejected=pruned)
     return entry.sha256
+
+
+def hit_to_submit(rows) -> float:
+    """Proposals refused for repeating a rejected edit, over proposals made, across the skill's recorded attempts."""
+    from scoring.notes import fact_float
+
+    notes = [r.note for r in rows if r.status in (Status.KEEP, Status.REVERT)]
+    proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
+    return round(sum(fact_float(n, "rejected_hits") or 0 for n in notes) / proposals, 2) if proposals else 0.0
 
 
 def freeze(run: Run, skill: str, reason: str, runs: int | None) -> None:

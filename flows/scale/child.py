@@ -46,8 +46,8 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     from flows.ratchet.rebuild import rebuild_inserted, rebuild_skill, recorded_progress
     from judges.backend import make_backend
     from judges.settings import resolve
+    from workspace import meta_learnings, rejected_edits, test_prompts
     from workspace import profile as profile_store
-    from workspace import rejected_edits, test_prompts
     from workspace.git_ratchet import GitRatchet
     from workspace.git_repository import open_repository
     from workspace.layout import Mode, Workspace
@@ -60,7 +60,8 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
     backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
     run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
-              PrefectEffects(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims))
+              PrefectEffects(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims),
+              meta_hints=meta_learnings.guidance(layout.meta_learnings, mode)[1])
     prompts = test_prompts.load(layout.test_prompts(skill)) if layout.test_prompts(skill).exists() else None
     run.take(SkillState(skill, tuple(prompts) if prompts is not None else None,
                         buffer=rejected_edits.load(layout.rejected_edits(skill), skill, run.started.isoformat())))

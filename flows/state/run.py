@@ -53,6 +53,7 @@ class Run:
     best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
     resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
+    meta_hints: tuple[str, ...] = ()  # the epoch reviews' lessons of this mode, for the proposer's prompt
     measure_only: frozenset[str] = frozenset()  # paused skills: a baseline this run, no edit (workspace/holds.py)
     flow_run_id: str | None = None  # the root Prefect flow run: the key of its marker in the workspace
     display: Display = NO_DISPLAY  # the terminal's progress bar while Phase 2 runs, paused for every question
@@ -157,7 +158,10 @@ class Run:
         key = self.effects.checkpoint_key(name)
         kwargs.setdefault("timeout", self.options.approval_timeout)
         with self.display.paused():  # a prompt is never drawn under the progress bar
-            return self.effects.ask(key, summary, self.options.approval, self._suspending, **kwargs)
+            answer = self.effects.ask(key, summary, self.options.approval, self._suspending, **kwargs)
+        if self.manifest is not None:  # the audit trail holds every answer, and who gave it
+            self.manifest.approved(key, answer.approved, str(answer.answered_by), answer.choice, answer.comment)
+        return answer
 
     def _suspending(self, key: str) -> None:
         run_marker.save(self.workspace.root, self.flow_run_id, state="suspended", checkpoint=key, since=now_stamp(),

@@ -7,7 +7,6 @@ Markdown text, and a PNG chart of the total per round per skill.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ class RunFacts:
     fallbacks: tuple[str, ...] = ()  # "kind: count", every fallback the run took (judges unscored, prompts offline …)
     server: dict = field(default_factory=dict)  # how the run talked to its model server (dialects, slots, caps)
     handoff: tuple[str, ...] = ()  # the run's branch for review: base, files changed, how to merge (full mode)
+    guards: tuple[str, ...] = ()  # oscillation guards in force after the run: "dim: skill (N run(s) left)"
 
 
 def latest_runs(frame):
@@ -72,7 +72,7 @@ def standing(run):
     return run.drop(index=pd.Index(undone))
 
 
-def _before_after(run) -> tuple[float | None, float | None]:
+def before_after(run) -> tuple[float | None, float | None]:
     baseline = run[run["status"] == "baseline"]["new_score"]
     before = float(baseline.iloc[0]) if len(baseline) else None
     final = run[(run["status"] == "keep") | run.apply(lambda r: _undoes(r) is not None, axis=1)]["new_score"]
@@ -114,7 +114,31 @@ def _overview(run, attempts, facts: RunFacts) -> list[str]:
              f"- Mode: {facts.mode}", f"- Skills: {run['skill'].nunique()}", f"- Experiments: {total}",
              f"- Kept: {kept} ({(100 * kept / total if total else 0):.0f} %)", f"- Rollbacks: {total - kept}",
              f"- Full tests / dry runs: {full} / {dry}", f"- Consumer baseline: {facts.consumer_baseline}"]
-    return lines + [f"- Notice: {n}" for n in facts.notices]
+    return lines + [f"- Notice: {n}" for n in group_notices(facts.notices, set(map(str, run["skill"])))]
+
+
+SHOWN_NAMES = 8  # skills named in a grouped notice before "and N more"
+
+
+def group_notices(notices: Iterable[str], skills: set[str]) -> list[str]:
+    """Notices that say the same of several skills ("<skill>: never optimized: room high") as one line, the count
+    first and the skills after; any other notice as it is, in the order given. A library of hundreds of skills gets
+    a report that opens with what happened, not with a screen of one line per skill."""
+    grouped: dict[str, list[str]] = {}  # what is said → the skills it is said of (none: a notice of the run)
+    for notice in notices:
+        skill, _, rest = notice.partition(": ")
+        about_a_skill = skill in skills and bool(rest)
+        grouped.setdefault(rest if about_a_skill else notice, [])
+        if about_a_skill:
+            grouped[rest].append(skill)
+    lines = []
+    for key, names in grouped.items():
+        if len(names) <= 2:
+            lines += [f"{name}: {key}" for name in names] or [key]
+            continue
+        shown = ", ".join(names[:SHOWN_NAMES]) + (f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else "")
+        lines.append(f"{len(names)} skills: {key} ({shown})")
+    return lines
 
 
 def _scores(run, facts: RunFacts) -> list[str]:
@@ -122,7 +146,7 @@ def _scores(run, facts: RunFacts) -> list[str]:
     lines = ["", "## Scores", "", "| skill | before | after | Δ |", "|---|---:|---:|---:|"]
     deltas = []
     for skill, group in run.groupby("skill", sort=True):
-        before, after = _before_after(group)
+        before, after = before_after(group)
         if before is None or after is None:
             lines.append(f"| {skill} | — | — | — |")
             continue
@@ -215,13 +239,12 @@ def noise_lines(rows: Iterable[Any]) -> list[str]:
 def _health(run, attempts, facts: RunFacts) -> list[str]:
     reverts = int((attempts["status"] == "revert").sum())
     same_source = int(run["note"].astype(str).str.contains("same_source=true", regex=False).sum())
-    oscillation = [a for a in facts.alerts if "oscillat" in a]
     usage = facts.usage or {}
     rows = [
         ("dry-run ratio", f"{run['eval_mode'].isin(['dry_run', 'fallback_dry']).mean():.0%}"),
         ("revert rate", f"{(reverts / len(attempts)) if len(attempts) else 0:.0%}"),
         ("same-context detections", str(same_source)),
-        ("oscillation alerts", str(len(oscillation))),
+        ("oscillation guards in force", str(len(facts.guards))),
         ("LLM calls", str(usage.get("calls", 0))),
         ("tokens in / out", f"{usage.get('tokens_in', 0)} / {usage.get('tokens_out', 0)}"),
     ]
@@ -230,6 +253,8 @@ def _health(run, attempts, facts: RunFacts) -> list[str]:
     out = ["## Health dashboard", "", "| metric | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     if facts.alerts:
         out += ["", "Alerts:"] + [f"- {a}" for a in facts.alerts]
+    if facts.guards:
+        out += ["", "Oscillation guards (diagnosis skips the dimension in that skill):"] + [f"- {g}" for g in facts.guards]
     return out + _server(facts)
 
 
@@ -248,30 +273,3 @@ def _server(facts: RunFacts) -> list[str]:
                     + ", ".join(f"{role} {cap}" for role, cap in (server.get("reply_caps") or {}).items())]
         out += [f"- refused: {s}" for s in server.get("step_downs") or []]
     return out
-
-
-def chart_png(frame) -> bytes:
-    """Total after each round, one line per skill (a revert keeps the previous total)."""
-    from matplotlib.figure import Figure  # no pyplot: no global figure state, no GUI backend, half the import time
-
-    run = latest_runs(frame)
-    figure = Figure(figsize=(7, 4), dpi=100)
-    axes = figure.subplots()
-    for skill, group in run.groupby("skill", sort=True):
-        points, current = [], None
-        for _, row in group.iterrows():
-            if row["status"] in ("baseline", "keep"):
-                current = row["new_score"]
-            if current is not None and current == current:
-                points.append((int(row["round"]), float(current)))
-        if points:
-            axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=str(skill))
-    axes.set_xlabel("round")
-    axes.set_ylabel("total score")
-    axes.set_title("Score per round")
-    if run["skill"].nunique():
-        axes.legend(fontsize="small")
-    buffer = io.BytesIO()
-    figure.subplots_adjust(left=0.09, right=0.98, top=0.92, bottom=0.12)  # fixed margins: tight_layout draws it twice
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()

@@ -1,17 +1,17 @@
-"""Meta-review on a synthetic multi-skill history, mode feedback, Safety health, and the report."""
+"""Meta-review on a synthetic multi-skill history, mode feedback, and the report."""
 
 from __future__ import annotations
 
 import io
 import json
-from datetime import date
 from pathlib import Path
 
 import pandas as pd
 
-from scoring.governance.health import mode_feedback, safety_degradation, safety_hits
+from scoring.governance.charts import chart_png
 from scoring.governance.meta_review import meta_review
-from scoring.governance.report import RunFacts, chart_png, latest_runs, render
+from scoring.governance.mode_feedback import mode_feedback
+from scoring.governance.report import RunFacts, latest_runs, render
 from workspace.results_tsv import ResultRow, ResultsFile
 
 
@@ -72,19 +72,6 @@ def test_mode_feedback():
     assert mode_feedback("quick", [[1.0, 2.0, 2.0]]) is None
     assert "quick mode is enough" in mode_feedback("full", [[1.0], [0.5, 1.0], [2.9]])
     assert mode_feedback("full", [[1.0], [3.5], [0.2]]) is None
-
-
-def test_safety_degradation_checks():
-    quiet = [{"destructive_command": 0, "secret_exposure": 1, "security_bypass": 0, "unconfirmed_publish": 0}] * 5
-    findings = safety_degradation(quiet, [True, True], [0.5, 0.4, 0.3, 0.2], date(2026, 12, 2))
-    checks = {(f.check, f.severity) for f in findings}
-    assert ("rule_stale", "info") in checks and ("false_negative", "freeze") in checks
-    assert ("coverage_decay", "global") in checks and not any(f.check == "rule_freshness" for f in findings)
-    stale = [f.detail for f in findings if f.check == "rule_stale"]
-    assert len(stale) == 3 and not any("secret_exposure" in s for s in stale)
-    old = safety_degradation([], [False], [], date(2027, 2, 1))
-    assert {f.check for f in old} == {"rule_freshness"}
-    assert safety_hits("run rm -rf / then DROP TABLE users")["destructive_command"] == 2
 
 
 def test_report_renders_from_records_and_its_chart_is_a_png(tmp_path: Path):

@@ -25,3 +25,9 @@ def copy_examples(skills: Path, *names: str) -> Path:
     for name in names:
         shutil.copytree(REPO_ROOT / "skills" / name, skills / name)
     return skills
+
+
+def commit_subjects(repo: git.Repo) -> list[str]:
+    """Every commit's subject, from a branch or from the reflog alone: a run whose kept edits were all undone ends
+    with no change, and its branch is deleted (workspace/run_branches.py); its commits stay in the reflog."""
+    return repo.git.log("--all", "--reflog", "--format=%s").splitlines()

@@ -1,4 +1,4 @@
-"""Governance results on disk: escalation counters in the profile, meta-review and health in meta_learnings."""
+"""Governance results on disk: escalation counters in the profile, the meta-review in meta_learnings."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from scoring.governance.alerts import Alert
-from scoring.governance.health import HealthFinding
 from scoring.governance.meta_review import Lesson, MetaReview
 from workspace import meta_learnings, profile
-from workspace.governance_records import apply_escalation, mode_history, write_health, write_meta_review
+from workspace.governance_records import apply_escalation, mode_history, write_meta_review
 from workspace.layout import Workspace
 from workspace.results_tsv import ResultRow, ResultsFile
 
@@ -73,13 +72,6 @@ def test_meta_review_is_appended_with_ids_and_guards_oscillating_dims(tmp_path: 
     assert meta.sections["高收益改动"][0].fields["mean_delta"] == "+4.0" and meta.last_epoch_review != "-"
     guard = profile.load(w.profile).oscillation_guard
     assert [(g.dim, g.skills, g.runs_left) for g in guard] == [("dim5", ["a"], 5), ("dim5", ["b"], 5)]  # not added twice
-
-
-def test_health_findings_go_to_the_scorer_health_section(tmp_path: Path):
-    w = ws(tmp_path)
-    write_health(w, [HealthFinding("rule_stale", "info", "rule class 'x' had zero hits for 5 rounds")])
-    entries = meta_learnings.load(w.meta_learnings).sections["评分系统健康度"]
-    assert entries[0].title == "rule_stale" and entries[0].fields["severity"] == "info"
 
 
 def record(w: Workspace) -> None:

@@ -61,9 +61,11 @@ def test_alerts_from_history_become_events(example_skills: Path):
                                  new_score=50.0, delta=0.0, edit_pct=4.0, eval_mode="fallback_dry", note="strategy=s"))
     since = datetime.now(UTC) - timedelta(seconds=1)
     result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick", approval="auto", max_rounds=1)
-    assert any(a.startswith("flat_ratio for pr-review: record") for a in result["alerts"]), result["alerts"]
+    # a fixed threshold is noted, never escalated (docs/weekly.md): the alert and its event still say so
+    assert any(a.startswith("flat_ratio for pr-review: note (") for a in result["alerts"]), result["alerts"]
     events = [e for e in luban_events(since, {"luban.alert"}) if e.event == "luban.alert"]
-    assert sorted(f"{e.payload['event_type']} for pr-review: {e.payload['severity']}" for e in events) == sorted(result["alerts"])
+    assert sorted(f"{e.payload['event_type']} for pr-review: {e.payload['severity']}" for e in events) == sorted(
+        a.split(" (", 1)[0] for a in result["alerts"])
     flat = next(e for e in events if e.payload["event_type"] == "flat_ratio")
     assert flat.resource.id == "luban.skill.pr-review" and "flat" in flat.payload["detail"].lower()
 

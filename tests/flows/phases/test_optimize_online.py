@@ -10,6 +10,7 @@ import pytest
 from flows.optimize import optimize_skills
 from flows.ratchet.measure import HELD_OUT_SAMPLES
 from tests.support.openai_server import ScriptedOpenAI, reply
+from tests.support.repos import commit_subjects
 from tests.support.scripted_llm import LubanResponder, kind_of, messages_json, same_skill, skill_in
 from tests.support.scripted_runs import HELD_OUT, STOP_LINE, GateResponder, run_online
 from workspace import meta_learnings, profile, rejected_edits
@@ -43,7 +44,8 @@ def test_step_b_overfitting_rolls_back_rejects_and_tightens(example_skills: Path
     original = (example_skills / "pr-review" / "SKILL.md").read_text()
     result, server = run_online(example_skills, monkeypatch, GateResponder(held_after=7))
     repo = git.Repo(example_skills)
-    assert any(c.message.startswith("held-out-rollback: pr-review") for c in repo.iter_commits())
+    assert any(s.startswith("held-out-rollback: pr-review") for s in commit_subjects(repo))
+    assert result["branch"] is None and repo.active_branch.name == "main"  # no net change: no branch left to review
     # Step B measures the restored version afresh: judge calls on it after Phase 3's first held-out grade
     requests = server.chat_requests()
     phase_3 = next(i for i, r in enumerate(requests) if kind_of(r) == "grade" and HELD_OUT in messages_json(r)
@@ -94,7 +96,7 @@ def test_step_d_extreme_overfitting_freezes_and_blocks_permanently(example_skill
     run_online(example_skills, monkeypatch, GateResponder(held_after=3))
     workspace = example_skills.parent / "luban-workspace"
     frozen = profile.load(workspace / "luban-profile.json").frozen["pr-review"]
-    assert frozen.rounds_left == 5 and "extreme overfitting" in frozen.reason
+    assert frozen.runs_left == 5 and "extreme overfitting" in frozen.reason
     buffer = rejected_edits.load(workspace / "full" / "pr-review" / "rejected_edits.md", "pr-review", "")
     assert buffer.entries[-1].status == "permanent_block"
 
