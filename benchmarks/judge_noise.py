@@ -54,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 
-from shared import rate, server_process  # noqa: E402 - after the sys.path and environment set-up above
+from shared import harness_environment, rate, server_process  # noqa: E402 - after the sys.path and environment set-up above
 
 from tests.support.noisy_world import EFFECT_DIMS, KINDS, MODELS, PLANTED, NoisyModels  # noqa: E402 - as above
 
@@ -129,11 +129,7 @@ def main() -> None:
     code = Path(args.code).resolve() if args.code else ROOT
     sys.path.insert(0, str(code))
     os.chdir(code)
-    os.environ.update({"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "ERROR",
-                       "PREFECT_HOME": tempfile.mkdtemp(prefix="luban-noise-prefect-"),
-                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
-    for variable in ("PREFECT_API_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        os.environ.pop(variable, None)
+    harness_environment("luban-noise-prefect-")
     from prefect.testing.utilities import prefect_test_harness
 
     print(f"code: {code}; seed {args.seed}; ≥ {args.decisions} decisions per model and σ; batches of {args.skills} skills "

@@ -8,6 +8,19 @@ from contextlib import contextmanager
 from typing import Any
 
 
+def harness_environment(prefix: str) -> None:
+    """A benchmark's own Prefect home, no analytics (no network here), patience for the first start; no server, key
+    or model URL inherited from the shell (every run is against the benchmark's own loopback servers)."""
+    import os
+    import tempfile
+
+    os.environ.update({"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "ERROR",
+                       "PREFECT_HOME": tempfile.mkdtemp(prefix=prefix),
+                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
+    for variable in ("PREFECT_API_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        os.environ.pop(variable, None)
+
+
 @contextmanager
 def server_process(serve: Callable[..., None], *args: Any) -> Iterator[tuple[str, dict]]:
     """Run ``serve(*args, conn)`` in a spawned process, as a real model server runs: in this one it would compete

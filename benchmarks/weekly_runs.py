@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 
-from shared import rate  # noqa: E402 - after the sys.path set-up above
+from shared import harness_environment, rate  # noqa: E402 - after the sys.path set-up above
 
 from tests.support.library_weeks import LLM, Week, World, describe, run_weeks, write_library  # noqa: E402 - as above
 
@@ -81,11 +81,7 @@ def main() -> None:
     options.add_argument("--worlds", default="steady,bad,drift")
     options.add_argument("--verbose", action="store_true")
     args = options.parse_args()
-    os.environ.update({"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "ERROR",
-                       "PREFECT_HOME": tempfile.mkdtemp(prefix="luban-weeks-prefect-"),
-                       "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120"})
-    for variable in ("PREFECT_API_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        os.environ.pop(variable, None)
+    harness_environment("luban-weeks-prefect-")
     from prefect.testing.utilities import prefect_test_harness
 
     print(f"{args.weeks} weeks × {args.skills} skills × ≤ {args.rounds} rounds, σ {args.sigma:g}, seeds {args.seeds}, "

@@ -36,6 +36,7 @@ ENV_NAMES: dict[str, str] = {
     "designer_reply_tokens": "LUBAN_DESIGNER_REPLY_TOKENS",
     "llm_limit": "LUBAN_LLM_LIMIT",
     "llm_rate_limit": "LUBAN_LLM_RATE_LIMIT",
+    "keep_runs": "LUBAN_KEEP_RUNS",
 }
 
 
@@ -107,6 +108,7 @@ class Settings:
     designer_reply_tokens: int = 768
     llm_limit: str | None = None  # a Prefect global concurrency limit every call takes a slot of (all workers)
     llm_rate_limit: str | None = None  # a Prefect global concurrency limit with slot decay: calls per second, all workers
+    keep_runs: int = 20  # runs whose backups are kept in the workspace; older runs' folders are pruned in Phase 6
     sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from), for `luban config`
 
     @property

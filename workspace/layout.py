@@ -78,7 +78,10 @@ class Workspace:
         return self.root / self._check_mode(mode) / "backups"
 
     def backups_archive(self, skill: str, mode: Mode | None = None) -> Path:
-        return self.root / self._check_mode(mode) / "backups-archive" / _checked(skill)
+        return self.backups_archive_root(mode) / _checked(skill)
+
+    def backups_archive_root(self, mode: Mode | None = None) -> Path:
+        return self.root / self._check_mode(mode) / "backups-archive"
 
     @property
     def meta_learnings(self) -> Path:

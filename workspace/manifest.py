@@ -145,3 +145,22 @@ def rotate_backups(workspace: Workspace, run_dir: Path, skill: str) -> list[str]
         shutil.move(str(path), archive / path.name)
         moved.append(str(archive / path.name))
     return moved
+
+
+def _run_order(folder: Path) -> tuple[str, int]:
+    """A run folder's place in time: its stamp, then its same-minute suffix as a number (``-10`` after ``-9``)."""
+    stamp, suffix = folder.name[:13], folder.name[14:]  # YYYYMMDD-HHMM, then -N for the N-th run of that minute
+    return stamp, int(suffix) if suffix.isdigit() else 1
+
+
+def prune_runs(workspace: Workspace, current: Path, keep: int) -> list[str]:
+    """Delete the backup folders of all but the newest ``keep`` runs (never ``current``), with their archived rounds;
+    the paths deleted. The records (results.tsv, rejected edits, the git history) keep what the runs did."""
+    folders = sorted((p for p in workspace.backups().iterdir() if p.is_dir()), key=_run_order) \
+        if workspace.backups().is_dir() else []
+    doomed = [f for f in folders[:-keep] if f.resolve() != current.resolve()] if keep > 0 else []
+    for folder in doomed:
+        shutil.rmtree(folder)
+        for archived in workspace.backups_archive_root().glob(f"*/{folder.name}"):
+            shutil.rmtree(archived)
+    return [str(f) for f in doomed]

@@ -152,8 +152,9 @@ def _open_run(scope: _Scope, settings: Settings, flow_run_id: str | None) -> tup
             held.release()
         raise
     verdict = recorded_verdict(workspace.root, scope.marker, options.resume, backend) or consumer_verdict(workspace.mode, backend)
-    run = Run(RunConfig(options, workspace.mode, verdict), workspace, ratchet, backend, profile_store.load(workspace.profile),
-              run_dir, now, PrefectEffects(), manifest, flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
+    config = RunConfig(options, workspace.mode, verdict, settings.keep_runs)
+    run = Run(config, workspace, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, PrefectEffects(),
+              manifest, flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
     return run, undone
 
 

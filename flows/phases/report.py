@@ -20,7 +20,7 @@ from workspace import run_branches, run_marker
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.layout import Mode
 from workspace.library_status import library_status, rows_for_table
-from workspace.manifest import rotate_backups
+from workspace.manifest import prune_runs, rotate_backups
 from workspace.run_branches import Handoff
 
 
@@ -147,4 +147,10 @@ def review(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
         pruned = rotate_backups(run.workspace, run.run_dir, skill)
         if pruned and run.manifest:
             run.manifest.pruned(backups=pruned)
+    keep = run.config.keep_runs
+    gone = prune_runs(run.workspace, run.run_dir, keep)
+    if gone:
+        run.effects.notice(f"deleted the backups of {len(gone)} run(s) older than the last {keep} (LUBAN_KEEP_RUNS)")
+        if run.manifest:
+            run.manifest.pruned(backups=gone)
     return ids

@@ -126,6 +126,7 @@ class RunConfig:
     options: RunOptions
     mode: Mode
     consumer: ConsumerVerdict = ConsumerVerdict(untested="quick mode")
+    keep_runs: int = 20  # runs whose backups stay (the settings' LUBAN_KEEP_RUNS); Phase 6 prunes older ones
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -318,3 +318,20 @@ def test_backup_rotation_keeps_baseline_round1_and_latest_five(tmp_path: Path):
     archive = ws.backups_archive("alpha") / "20261202-1504"
     assert sorted(p.name for p in archive.iterdir()) == ["round2-modified.md", "round3-modified.md", "round4-modified.md"]
     assert len(moved) == 3 and (archive / "round3-modified.md").read_text() == "round 3"
+
+
+def test_backups_beyond_the_last_runs_are_pruned_in_time_order_never_the_current(tmp_path: Path):
+    from datetime import datetime
+
+    from workspace.layout import Workspace, new_stamped_dir
+    from workspace.manifest import prune_runs
+
+    ws = Workspace.open(tmp_path / "skills", "full")
+    minute = datetime(2026, 12, 2, 15, 4)
+    runs = [new_stamped_dir(ws.backups(), minute) for _ in range(11)]  # -10 and -11 come after -9, not after -1
+    (ws.backups_archive("alpha") / runs[0].name).mkdir(parents=True)
+    gone = prune_runs(ws, runs[-1], keep=3)
+    assert [p.rsplit("/", 1)[1] for p in gone] == [r.name for r in runs[:8]]
+    assert sorted(p.name for p in ws.backups().iterdir()) == sorted(r.name for r in runs[8:])
+    assert not (ws.backups_archive("alpha") / runs[0].name).exists()
+    assert prune_runs(ws, runs[0], keep=1) == [str(runs[8]), str(runs[9])]  # the current one stays, whatever its age

@@ -34,3 +34,32 @@ def test_the_mode_router_with_no_readable_skill_reads_nothing_into_its_decision(
     os.mkfifo(tmp_path / "skills" / "fifo" / "SKILL.md")
     decision = routed(Scope(tmp_path / "skills", ("fifo",)), 0)  # Phase 0 then names the skill and goes on without it
     assert decision.contributions["pii"] == 0 and decision.contributions["file_scale"] == 0
+
+
+def test_the_mode_router_reads_the_referenced_files_and_the_revert_history(tmp_path: Path):
+    """It was given 0 and 0 for both, so its hard-full band (five referenced files, reverts) was unreachable."""
+    from workspace.results_tsv import ResultRow, ResultsFile
+
+    skills, root = tmp_path / "skills", tmp_path / "luban-workspace"
+    links = "".join(f"- [part {i}](references/part-{i}.md)\n" for i in range(5)) + "- [gone](references/missing.md)\n"
+    write_skill(skills, "alpha", "---\nname: alpha\ndescription: Does alpha. Use when asked.\n---\n# Alpha\n" + links,
+                {f"references/part-{i}.md": "text\n" for i in range(5)})
+    for round_no in (1, 2, 3):
+        ResultsFile(root / "full" / "alpha" / "results.tsv").append(
+            ResultRow(f"2026-12-01T10:0{round_no}:00+00:00", "alpha", round_no, "revert", "full"))
+    bare = routed(Scope(skills, ("alpha",)), 50)
+    read = routed(Scope(skills, ("alpha",)), 50, root)
+    assert "5 referenced files" in " ".join(read.reasons) and "3 revert(s)" in " ".join(read.reasons)
+    assert read.contributions["revert_history"] > bare.contributions["revert_history"] == 0
+    assert routed(Scope(skills, ("alpha",)), 50, root, domain_factor=0.5).contributions["domain"] <= read.contributions["domain"]
+
+
+def test_two_overrides_the_same_way_halve_the_routers_domain_weight(tmp_path: Path):
+    from flows.phases.init import _remember_override
+    from workspace import profile
+
+    path = tmp_path / "luban-profile.json"
+    _remember_override(path, "full", "quick")
+    assert profile.load(path).inference_exemptions["domain"].weight_factor == 1.0
+    _remember_override(path, "full", "quick")
+    assert profile.load(path).inference_exemptions["domain"].weight_factor == 0.5
