@@ -36,7 +36,7 @@ from shared import harness_environment, rate  # noqa: E402 - after the sys.path 
 from tests.support.library_weeks import LLM, Week, World, describe, run_weeks, write_library  # noqa: E402 - as above
 
 
-def one_world(world: World, weeks: int, skills: int, rounds: int, verbose: bool) -> list[Week]:
+def one_world(world: World, weeks: int, skills: int, rounds: int, verbose: bool) -> tuple[list[Week], list[str]]:
     from flows.optimize import optimize_skills
 
     def run(skills_dir: Path, base_url: str) -> dict:
@@ -45,28 +45,18 @@ def one_world(world: World, weeks: int, skills: int, rounds: int, verbose: bool)
 
     with tempfile.TemporaryDirectory(prefix="luban-weeks-") as scratch:
         skills_dir = Path(scratch) / "skills"
-        write_library(skills_dir, skills, world.seed)
+        names = write_library(skills_dir, skills, world.seed)
         return run_weeks(skills_dir, weeks, world, run, after=(lambda w: print("   ", describe(w), flush=True)) if verbose
-                         else (lambda w: None))
+                         else (lambda w: None)), names
 
 
-def escalations(week: Week) -> set[str]:
-    """Skills a week's alerts paused or froze."""
-    found = set()
+def fired(week: Week, library: list[str], actions: tuple[str, ...]) -> set[str]:
+    """Skills a week's escalating alerts took one of ``actions`` on (a library alert: every skill of the library)."""
+    found: set[str] = set()
     for line in week.alerts:
         who, action = line.split(" for ", 1)[1].split(": ", 1)
-        if action.startswith(("pause", "freeze")):
-            found |= set(week.summary.get("skills", {})) if who == "the library" else {who}
-    return found
-
-
-def alerted(week: Week) -> set[str]:
-    """Skills an escalating alert fired for (the library's counts for every skill of the run); notes do not count."""
-    found = set()
-    for line in week.alerts:
-        who, action = line.split(" for ", 1)[1].split(": ", 1)
-        if action.startswith(("record", "pause", "freeze")):
-            found |= set(week.attempted) | set(week.summary.get("skills", {})) if who == "the library" else {who}
+        if action.startswith(actions):
+            found |= set(library) if who == "the library" else {who}
     return found
 
 
@@ -94,27 +84,28 @@ def main() -> None:
             for seed in (int(s) for s in args.seeds.split(",")):
                 world = World(args.sigma, seed, bad_from=args.change if kind == "bad" else None,
                               drift_from=args.change if kind == "drift" else None)
-                weeks = one_world(world, args.weeks, args.skills, args.rounds, args.verbose)
-                before = [w for w in weeks if not world.changed(w.number)]
-                after = [w for w in weeks if world.changed(w.number)]
+                weeks, names = one_world(world, args.weeks, args.skills, args.rounds, args.verbose)
+                # a week's alerts read the weeks before it: the change shows from the week after it on
+                before = [w for w in weeks if not world.changed(w.number - 1)]
+                after = [w for w in weeks if world.changed(w.number - 1)]
                 quiet_weeks += len(before) * args.skills
-                false_escalations += sum(len(escalations(w)) for w in before)
+                false_escalations += sum(len(fired(w, names, ("pause", "freeze"))) for w in before)
                 last = weeks[-1].profile
                 frozen += len(last.get("frozen", {}))
                 paused += len(last.get("paused", {}))
                 if after:
                     changed += args.skills
-                    detected += len(set().union(*(alerted(w) for w in after[:3])))
-                    paused_by_change += len(set().union(*(escalations(w) for w in after)))
+                    detected += len(set().union(*(fired(w, names, ("record", "pause", "freeze")) for w in after[:3])))
+                    paused_by_change += len(set().union(*(fired(w, names, ("pause", "freeze")) for w in after)))
                 kept += sum(w.kept for w in weeks)
                 guards += len(last.get("oscillation_guard", []))
                 branches += len(weeks[-1].branches)
                 total_weeks += len(weeks)
-            print(f"{kind:<6} escalations before any change {rate(false_escalations, quiet_weeks)}; at the end frozen "
+            print(f"{kind:<6} skill-weeks paused or frozen before any change {rate(false_escalations, quiet_weeks)}; at the end frozen "
                   f"{frozen}, paused {paused}, guards {guards}, run branches left {branches}; kept {kept / total_weeks:.2f} "
                   f"edits a week", flush=True)
             if changed:
-                print(f"       alerted within 3 weeks of the change {rate(detected, changed)}; paused by it "
+                print(f"       skills alerted within 3 runs of the change {rate(detected, changed)}; paused by it "
                       f"{rate(paused_by_change, changed)}", flush=True)
             print(f"       {time.perf_counter() - started:.0f} s", flush=True)
 

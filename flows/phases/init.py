@@ -10,9 +10,9 @@ from typing import Any
 
 from prefect import get_run_logger
 
-from flows.interaction.checkpoints import checkpoint
 from flows.phases import resume
-from flows.phases.preflight import Refused, Scope, find_skills, recorded_rows, routed
+from flows.phases.governance import choose_mode, raise_alerts, serve_holds
+from flows.phases.preflight import Refused, find_skills, recorded_rows
 from flows.ratchet.effects import PrefectEffects
 from flows.server.limits import BatchBudget, llm_gate, open_batch_budget
 from flows.state.config import ConsumerVerdict, Response, RunConfig
@@ -20,52 +20,16 @@ from flows.state.run import Run, RunOptions
 from judges.backend import Backend, make_backend
 from judges.server import probe as probe_server
 from judges.settings import Settings, resolve
-from scoring.governance.alerts import check_alerts, run_metrics
-from scoring.governance.escalation import key
-from scoring.governance.library_alerts import LIBRARY, check_library
 from workspace import meta_learnings, rejected_edits, run_marker
 from workspace import profile as profile_store
 from workspace.file_ratchet import FileRatchet, check_readonly
 from workspace.git_ratchet import GitRatchet
 from workspace.git_repository import GitStateError, init_repository, open_repository
-from workspace.governance_records import apply_escalation, mode_history
-from workspace.holds import Ticked, tick
 from workspace.layout import MODES, Mode, Workspace, new_stamped_dir
 from workspace.manifest import ManifestWriter
 from workspace.results_tsv import ResultsFile, Status, Stop
 
 RunRefused = Refused  # the run cannot start; the message says why and what to do
-
-
-def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], records: int,
-                workspace_root: Path | None = None) -> tuple[str, list[str]]:
-    if options.mode in ("quick", "full"):
-        return options.mode, [f"mode {options.mode} given explicitly"]
-    profile_path = workspace_root / "luban-profile.json" if workspace_root else None
-    exemption = profile_store.load(profile_path).inference_exemptions.get("domain") if profile_path else None
-    decision = routed(Scope(skills_dir, tuple(skills)), records, workspace_root, exemption.weight_factor if exemption else 1.0)
-    reasons = [f"mode router: {decision.band} (M = {decision.m:.4f})", *decision.reasons]
-    suggested = decision.mode or "quick"
-    undecided = "\n\nThe router cannot decide on its own: choose." if decision.pause or decision.mode is None else ""
-    summary = "\n".join(f"- {r}" for r in reasons) + f"\n\nSuggested: {suggested}.{undecided}"
-    answer = checkpoint("mode", summary, options.approval, choices=("quick", "full"), default_choice=suggested,
-                        timeout=options.approval_timeout)
-    chosen = answer.choice if answer.choice in ("quick", "full") else suggested
-    if profile_path is not None and decision.mode is not None and chosen != decision.mode:
-        _remember_override(profile_path, decision.mode, chosen)
-    return chosen, reasons + ([f"mode {chosen} chosen at the checkpoint ({answer.answered_by})"] if chosen != suggested else [])
-
-
-def _remember_override(profile_path: Path, suggested: str, chosen: str) -> None:
-    """A person chose against the router: twice the same way in a row halves the domain weight (the design's
-    mis-routing correction), kept in the profile's inference exemptions."""
-    from scoring.governance.mode_router import record_override
-
-    def change(p: profile_store.LubanProfile) -> None:
-        held = p.inference_exemptions.setdefault("domain", profile_store.InferenceExemption())
-        held.overrides, held.weight_factor = record_override(held.overrides, suggested, chosen, held.weight_factor)
-
-    profile_store.update(profile_path, change)
 
 
 def _start_ratchet(options: RunOptions, workspace: Workspace, skills: list[str], now: datetime):
@@ -210,8 +174,8 @@ def _read_records(run: Run, scope: _Scope) -> None:
         run.record(skill, 0, Status.ERROR, None, stop=Stop.UNREADABLE, text=error)
     run.skills = [s for s in scope.skills if _allowed(run, s)]
     if not run.options.evaluate_only:  # governance is the optimizer's: an evaluation only measures
-        _alerts(run)
-        _serve_holds(run, scope.skills)
+        raise_alerts(run)
+        serve_holds(run, scope.skills)
 
 
 def shared_budget(settings, budget_id: str | None):
@@ -260,40 +224,6 @@ def _allowed(run: Run, skill: str) -> bool:
         run.effects.notice(f"{skill}: under read-only protection; skipped")
         return False
     return True
-
-
-def _alerts(run: Run) -> None:
-    """The alerts on the records before this run: each skill's own and the library's; a freeze takes the skill out
-    of this run, a pause is served by ``_serve_holds``; a fixed check that fired is noted, never escalated."""
-    history = mode_history(run.workspace)
-    if history.empty:
-        return
-    metrics = run_metrics(history)
-    since = run.profile.alert_counters.get(key("edit_outcomes", LIBRARY), {}).get("last_fired", "")
-    alerts = [a for a in check_alerts(metrics) if a.skill in run.skills] + check_library(metrics, since)
-    for name, skill, action in apply_escalation(run.workspace, alerts, list(run.skills)):
-        detail = next(a.message for a in alerts if a.name == name and a.skill == skill)
-        run.alerts.append(f"{name} for {'the library' if skill == LIBRARY else skill}: {action} ({detail})")
-        run.effects.emit("luban.alert", skill, {"event_type": name, "severity": action, "detail": detail})
-        for held in (list(run.skills) if skill == LIBRARY else [skill]):
-            if action == "freeze" and held in run.skills:
-                run.skills.remove(held)
-                run.effects.notice(f"{held}: alert {name} escalated to a freeze; skipped until 'luban lift {held}'")
-    run.profile = profile_store.load(run.workspace.profile)
-
-
-def _serve_holds(run: Run, skills: list[str]) -> None:
-    """One run served of every hold with a length (workspace/holds.py): a paused skill is measured, not edited. A
-    resumed run continues one that was served already: its paused skills stay paused, nothing counts down."""
-    if run.options.resume:
-        run.measure_only = frozenset(s for s in run.skills if s in run.profile.paused)
-        run.effects.notice(*[f"{s}: paused ({run.profile.paused[s].reason}): measured, not edited" for s in run.measure_only])
-        return
-    ticked: list[Ticked] = []
-    run.profile = run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, skills)))
-    run.effects.notice(*ticked[0].ended)
-    run.measure_only = frozenset(s for s in ticked[0].measure_only if s in run.skills)
-    run.effects.notice(*[f"{s}: {why}" for s, why in ticked[0].measure_only.items() if s in run.measure_only])
 
 
 def verdict_models(backend: Backend) -> dict[str, Any]:

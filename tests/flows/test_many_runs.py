@@ -19,7 +19,7 @@ from workspace import profile
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
-SKILLS, ROUNDS = 4, 2
+SKILLS, ROUNDS = 3, 2
 
 
 def optimize(skills_dir: Path, base_url: str) -> dict:

@@ -55,7 +55,7 @@ def test_the_mode_router_reads_the_referenced_files_and_the_revert_history(tmp_p
 
 
 def test_two_overrides_the_same_way_halve_the_routers_domain_weight(tmp_path: Path):
-    from flows.phases.init import _remember_override
+    from flows.phases.governance import _remember_override
     from workspace import profile
 
     path = tmp_path / "luban-profile.json"

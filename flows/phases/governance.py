@@ -1,0 +1,81 @@
+"""Phase 0's governance: the mode the run takes (and what a person's override teaches the router), the alerts on
+the records before the run, and one run served of every hold with a length (workspace/holds.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flows.interaction.checkpoints import checkpoint
+from flows.phases.preflight import Scope, routed
+from flows.state.run import Run, RunOptions
+from scoring.governance.alerts import check_alerts, run_metrics
+from scoring.governance.escalation import key
+from scoring.governance.library_alerts import LIBRARY, check_library
+from workspace import profile as profile_store
+from workspace.governance_records import apply_escalation, mode_history
+from workspace.holds import Ticked, tick
+
+
+def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], records: int,
+                workspace_root: Path | None = None) -> tuple[str, list[str]]:
+    if options.mode in ("quick", "full"):
+        return options.mode, [f"mode {options.mode} given explicitly"]
+    profile_path = workspace_root / "luban-profile.json" if workspace_root else None
+    exemption = profile_store.load(profile_path).inference_exemptions.get("domain") if profile_path else None
+    decision = routed(Scope(skills_dir, tuple(skills)), records, workspace_root, exemption.weight_factor if exemption else 1.0)
+    reasons = [f"mode router: {decision.band} (M = {decision.m:.4f})", *decision.reasons]
+    suggested = decision.mode or "quick"
+    undecided = "\n\nThe router cannot decide on its own: choose." if decision.pause or decision.mode is None else ""
+    summary = "\n".join(f"- {r}" for r in reasons) + f"\n\nSuggested: {suggested}.{undecided}"
+    answer = checkpoint("mode", summary, options.approval, choices=("quick", "full"), default_choice=suggested,
+                        timeout=options.approval_timeout)
+    chosen = answer.choice if answer.choice in ("quick", "full") else suggested
+    if profile_path is not None and decision.mode is not None and chosen != decision.mode:
+        _remember_override(profile_path, decision.mode, chosen)
+    return chosen, reasons + ([f"mode {chosen} chosen at the checkpoint ({answer.answered_by})"] if chosen != suggested else [])
+
+
+def _remember_override(profile_path: Path, suggested: str, chosen: str) -> None:
+    """A person chose against the router: twice the same way in a row halves the domain weight (the design's
+    mis-routing correction), kept in the profile's inference exemptions."""
+    from scoring.governance.mode_router import record_override
+
+    def change(p: profile_store.LubanProfile) -> None:
+        held = p.inference_exemptions.setdefault("domain", profile_store.InferenceExemption())
+        held.overrides, held.weight_factor = record_override(held.overrides, suggested, chosen, held.weight_factor)
+
+    profile_store.update(profile_path, change)
+
+
+def raise_alerts(run: Run) -> None:
+    """The alerts on the records before this run: each skill's own and the library's; a freeze takes the skill out
+    of this run, a pause is served by ``serve_holds``; a fixed check that fired is noted, never escalated."""
+    history = mode_history(run.workspace)
+    if history.empty:
+        return
+    metrics = run_metrics(history)
+    since = run.profile.alert_counters.get(key("edit_outcomes", LIBRARY), {}).get("last_fired", "")
+    alerts = [a for a in check_alerts(metrics) if a.skill in run.skills] + check_library(metrics, since)
+    for name, skill, action in apply_escalation(run.workspace, alerts, list(run.skills)):
+        detail = next(a.message for a in alerts if a.name == name and a.skill == skill)
+        run.alerts.append(f"{name} for {'the library' if skill == LIBRARY else skill}: {action} ({detail})")
+        run.effects.emit("luban.alert", skill, {"event_type": name, "severity": action, "detail": detail})
+        for held in (list(run.skills) if skill == LIBRARY else [skill]):
+            if action == "freeze" and held in run.skills:
+                run.skills.remove(held)
+                run.effects.notice(f"{held}: alert {name} escalated to a freeze; skipped until 'luban lift {held}'")
+    run.profile = profile_store.load(run.workspace.profile)
+
+
+def serve_holds(run: Run, skills: list[str]) -> None:
+    """One run served of every hold with a length (workspace/holds.py): a paused skill is measured, not edited. A
+    resumed run continues one that was served already: its paused skills stay paused, nothing counts down."""
+    if run.options.resume:
+        run.measure_only = frozenset(s for s in run.skills if s in run.profile.paused)
+        run.effects.notice(*[f"{s}: paused ({run.profile.paused[s].reason}): measured, not edited" for s in run.measure_only])
+        return
+    ticked: list[Ticked] = []
+    run.profile = run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, skills)))
+    run.effects.notice(*ticked[0].ended)
+    run.measure_only = frozenset(s for s in ticked[0].measure_only if s in run.skills)
+    run.effects.notice(*[f"{s}: {why}" for s, why in ticked[0].measure_only.items() if s in run.measure_only])
