@@ -23,9 +23,10 @@ all under 5 points. Fixed thresholds stay fixed: flat > 40 %, budget use
 Only a check with a noise model escalates (``Alert.escalates``): the dynamic
 ones here, and the library's (``library_alerts``). A fixed threshold knows
 nothing of the run's judge noise or edit sizes — under σ = 1 judges and two
-rounds a run, "flat > 40 %" fired for 23 of 25 healthy skill-runs and "budget
-use < 2 %" for any skill whose one small edit is small — so a fixed check is
-recorded and shown, never counted toward a pause or a freeze.
+rounds a run, "flat > 40 %" fired on 51 of 75 healthy skill-runs (two steady
+libraries of five skills, twelve weeks each), and "budget use < 2 %" fires on
+any skill whose one small edit is small — so a fixed check is recorded and
+shown, never counted toward a pause or a freeze.
 """
 
 from __future__ import annotations
