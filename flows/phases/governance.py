@@ -11,6 +11,7 @@ from flows.state.run import Run, RunOptions
 from scoring.governance.alerts import check_alerts, run_metrics
 from scoring.governance.escalation import key
 from scoring.governance.library_alerts import LIBRARY, check_library
+from scoring.governance.mode_router import record_override
 from workspace import profile as profile_store
 from workspace.governance_records import apply_escalation, mode_history
 from workspace.holds import Ticked, tick
@@ -38,7 +39,6 @@ def choose_mode(options: RunOptions, skills_dir: Path, skills: list[str], record
 def _remember_override(profile_path: Path, suggested: str, chosen: str) -> None:
     """A person chose against the router: twice the same way in a row halves the domain weight (the design's
     mis-routing correction), kept in the profile's inference exemptions."""
-    from scoring.governance.mode_router import record_override
 
     def change(p: profile_store.LubanProfile) -> None:
         held = p.inference_exemptions.setdefault("domain", profile_store.InferenceExemption())
