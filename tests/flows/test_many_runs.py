@@ -52,7 +52,11 @@ def test_twelve_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer
             said = CliRunner().invoke(app, ["lift", "skill-1", "--skills-dir", str(skills_dir)])
             lifted.append(said.output)
 
-    weeks = run_weeks(skills_dir, STEADY + BAD, World(sigma=1.0, seed=11, bad_from=STEADY), optimize, after=maintainer)
+    # "text" noise: every text the judges read gets its own fixed error (a judge at temperature 0), so the world is
+    # noisy — each sample is a null variant of the text, read differently — and yet the same on every run of the
+    # test, whatever order concurrent calls arrive in (per-call noise drawn in arrival order is not)
+    world = World(sigma=1.0, seed=11, bad_from=STEADY, noise="text")
+    weeks = run_weeks(skills_dir, STEADY + BAD, world, optimize, after=maintainer)
     steady, bad = weeks[:STEADY], weeks[STEADY:]
     story = "\n".join(describe(w) for w in weeks)
     assert "lifted skill-1: freeze" in lifted[0] and "alert counters reset" in lifted[0], lifted

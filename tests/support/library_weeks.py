@@ -39,11 +39,12 @@ class World:
     bad_from: int | None = None
     drift_from: int | None = None
     drift: float = 1.5
+    noise: str = "iid"  # "text": each text's reading is fixed (a judge at temperature 0), so a run is reproducible
 
     def models(self, week: int) -> NoisyModels:
         phases = ((self.bad_from * PER_WEEK, BAD),) if self.bad_from is not None else ()
         drift = self.drift if self.drift_from is not None and week >= self.drift_from else 0.0
-        return NoisyModels(self.sigma, self.seed, "iid", HEALTHY, phases=phases, first_proposal=week * PER_WEEK,
+        return NoisyModels(self.sigma, self.seed, self.noise, HEALTHY, phases=phases, first_proposal=week * PER_WEEK,
                            judge_drift=drift)
 
     def changed(self, week: int) -> bool:
