@@ -14,6 +14,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,10 @@ class World:
     drift_from: int | None = None
     drift: float = 1.5
     noise: str = "iid"  # "text": each text's reading is fixed (a judge at temperature 0), so a run is reproducible
+    bad: tuple[str, ...] = BAD  # the kinds a bad proposer draws from
 
     def models(self, week: int) -> NoisyModels:
-        phases = ((self.bad_from * PER_WEEK, BAD),) if self.bad_from is not None else ()
+        phases = ((self.bad_from * PER_WEEK, self.bad),) if self.bad_from is not None else ()
         drift = self.drift if self.drift_from is not None and week >= self.drift_from else 0.0
         return NoisyModels(self.sigma, self.seed, self.noise, HEALTHY, phases=phases, first_proposal=week * PER_WEEK,
                            judge_drift=drift)
@@ -59,6 +61,7 @@ class Week:
     merged: str | None  # the run branch the maintainer merged, if any
     branches: list[str] = field(default_factory=list)  # auto-optimize/* branches after the merge
     profile: dict[str, Any] = field(default_factory=dict)
+    began: str = ""  # when (results.tsv's stamp format): rows of this week and after sort above it
 
     @property
     def kept(self) -> int:
@@ -123,12 +126,13 @@ def run_weeks(skills_dir: Path, weeks: int, world: World, run: Callable[[Path, s
         with ScriptedOpenAI() as server:
             server.responder = world.models(number)
             started_on = git.Repo(skills_dir).active_branch.name
+            began = datetime.now(UTC).replace(microsecond=0).isoformat()
             summary = run(skills_dir, server.base_url)
         merged = maintain(skills_dir, summary)
         heads = [h.name for h in git.Repo(skills_dir).heads if h.name.startswith("auto-optimize/")]
         profile_path = skills_dir.parent / "luban-workspace" / "luban-profile.json"
         profile = json.loads(profile_path.read_text()) if profile_path.exists() else {}
-        week = Week(number, summary, started_on, merged, heads, profile)
+        week = Week(number, summary, started_on, merged, heads, profile, began)
         found.append(week)
         after(week)
     return found
