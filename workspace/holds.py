@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workspace.profile import ALL_SKILLS, DEFAULT_BUDGET, LubanProfile
+from workspace.profile import ALL_SKILLS, DEFAULT_BUDGET, GUARD_RUNS, LubanProfile
 
 LIBRARY_MARK = "(library)"  # in the reason of a hold the library's alert put on a skill
 
@@ -54,7 +54,7 @@ def _tick_guards(profile: LubanProfile, skills: list[str], found: Ticked) -> Non
         if guard.skills and not set(guard.skills) & set(skills):
             kept.append(guard)  # none of its skills ran: it has served nothing
             continue
-        left = (guard.runs_left if guard.runs_left is not None else 5) - 1
+        left = (guard.runs_left if guard.runs_left is not None else GUARD_RUNS) - 1
         if left <= 0:
             found.ended.append(f"oscillation guard on {guard.dim} ({', '.join(guard.skills) or 'every skill'}) expired")
         else:
