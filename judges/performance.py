@@ -186,11 +186,6 @@ def _cut_note(cut: bool, settings: Settings) -> str:
     return f"\n(This answer stopped at the {settings.target_reply_tokens}-token cap.)" if cut else ""
 
 
-def measure_full(client: LLMClient, settings: Settings, cache: BaselineCache, skill_text: str,
-                 files: frozenset[str], prompts: list[TestPrompt]) -> Measurement:
-    return full_measurement(measure_pairs(client, settings, cache, skill_context(skill_text, files), main_prompts(prompts)))
-
-
 def measure_pairs(client: LLMClient, settings: Settings, cache: BaselineCache, context: str,
                   prompts: list[TestPrompt] | tuple[TestPrompt, ...]) -> list[PairResult]:
     """Each prompt's pair, up to ``max_concurrency`` at once, in the prompts' order."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import secrets
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -194,12 +193,3 @@ def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = ()) -> Panel:
         dims[dim] = DimensionScore(dim, float(median(values)), "llm", tuple(reasons), details=details)
     veto = any(v.safety_red_line for v in scored)
     return Panel(dims, tuple(verdicts), tuple(disagreements), veto, len(scored), warnings)
-
-
-def judge_panel(client: LLMClient, models: list[str], skill_text: str, refs: tuple[Reference, ...],
-                warnings: tuple[str, ...] = ()) -> Panel:
-    """Independent judges, run concurrently (the client bounds how many calls are in flight)."""
-    names = [f"judge-{i + 1}" for i in range(len(models))]
-    with ThreadPoolExecutor(max_workers=len(models)) as pool:
-        verdicts = list(pool.map(lambda pair: judge_once(client, pair[1], pair[0], skill_text, refs), zip(names, models, strict=False)))
-    return combine(verdicts, warnings)

@@ -48,11 +48,6 @@ def find_cues(text: str, literals: tuple[str, ...] = (), words: tuple[str, ...] 
     return sorted(found)
 
 
-def counter_example_cues(text: str) -> list[tuple[int, str]]:
-    """Counter-example cues in ``text``, ignoring case (as ``str.lower`` folds it)."""
-    return find_cues(text.lower(), COUNTER_EXAMPLE_CUES, COUNTER_EXAMPLE_WORDS)
-
-
 CHAPTER_GROUPS: dict[str, tuple[str, ...]] = {
     "philosophy": ("设计哲学", "设计理念", "核心理念", "原则", "理念", "概述", "简介", "philosophy", "principle", "overview", "about"),
     "workflow": (

@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from judges.llm import LLMClient
-from judges.performance import held_out_score, measure_dry_run, measure_full
+from judges.performance import (
+    full_measurement,
+    held_out_score,
+    main_prompts,
+    measure_dry_run,
+    measure_pairs,
+    skill_context,
+)
 from judges.review import Finding, document_type, merge_findings, needs_review, run_review
 from tests.judges.conftest import make_settings
 from tests.support.openai_server import ScriptedOpenAI
@@ -20,6 +27,11 @@ PROMPTS = [
     TestPrompt(id=3, type="error", prompt="(empty)", expected="asks for input"),
     TestPrompt(id=4, type="main", prompt="held out thing", expected="done", held_out=True),
 ]
+
+
+def measure_full(client, settings, cache, skill_text: str, files: frozenset[str], prompts):
+    """dim8 measured as the ratchet measures it (judges/backend composes the same pieces)."""
+    return full_measurement(measure_pairs(client, settings, cache, skill_context(skill_text, files), main_prompts(prompts)))
 
 
 def test_full_measurement_runs_with_and_without_skill_and_grades(server: ScriptedOpenAI, client: LLMClient,

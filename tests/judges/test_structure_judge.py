@@ -6,7 +6,7 @@ import json
 
 from judges.llm import LLMClient
 from judges.replies import fold, last_json_object, quote_in_text
-from judges.structure_judge import build_messages, judge_once, judge_panel
+from judges.structure_judge import build_messages, combine, judge_once
 from scoring import score_skill
 from tests.support.openai_server import ScriptedOpenAI, reply
 from tests.support.scripted_llm import LubanResponder, kind_of, skill_in
@@ -22,6 +22,11 @@ description: Reviews pull requests. Use when the user says "review my PR".
 
 Do not approve without reading the tests.
 """
+
+
+def judge_panel(client, models: list[str], skill_text: str, refs) -> object:
+    """Independent judges over one text, combined (the online backend runs them the same way, as tasks)."""
+    return combine([judge_once(client, model, f"judge-{i + 1}", skill_text, refs) for i, model in enumerate(models)])
 
 
 def test_last_json_object_reads_the_final_verdict():

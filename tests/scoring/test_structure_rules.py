@@ -18,11 +18,16 @@ from scoring.structure_rules import (
     COUNTER_EXAMPLE_WORDS,
     LEADING_NUMBERING,
     chapter_groups,
-    counter_example_cues,
     find_cues,
     normalize,
 )
 from tests.scoring.helpers import score, skill_text
+
+
+def counter_example_cues(text: str) -> list[tuple[int, str]]:
+    """Counter-example cues in ``text``, ignoring case, as the rules find them."""
+    return find_cues(text.lower(), COUNTER_EXAMPLE_CUES, COUNTER_EXAMPLE_WORDS)
+
 
 FULL_CHAPTERS = "# T\n\n## Overview\n\n## Workflow\n\n## Rules\n"
 

@@ -62,21 +62,26 @@ def test_step_b_overfitting_rolls_back_rejects_and_tightens(example_skills: Path
     assert result["skills"]["pr-review"]["held_out_fail"] is True
 
 
+class Declining(GateResponder):
+    """Held-out grades fall after the baseline's while the main ones stay: Step C's systemic decline."""
+
+    def __init__(self, held_after: float):
+        super().__init__(held_after)
+        self.held_calls = 0
+
+    def _grade(self, request):
+        if HELD_OUT in request.body["messages"][1]["content"]:
+            self.held_calls += 1
+            baseline = self.held_calls <= HELD_OUT_SAMPLES  # the baseline's graded calls come first
+            return reply({"accuracy": 8 if baseline else 5, "baseline_accuracy": 6, "safety": 10,
+                          "compliance": 9, "safety_red_line": False})
+        return super()._grade(request)
+
+    def _propose(self, request):  # an edit that cannot raise the total: nothing is kept, main Δ = 0
+        return reply({"target_dim": "dim5", "old": "Link to the line.", "new": "Link to the exact line.", "rationale": "r"})
+
+
 def test_step_c_systemic_decline_keeps_the_version_and_queues_it(example_skills: Path, monkeypatch):
-    class Declining(GateResponder):
-        held_calls = 0
-
-        def _grade(self, request):
-            if HELD_OUT in request.body["messages"][1]["content"]:
-                Declining.held_calls += 1
-                baseline = Declining.held_calls <= HELD_OUT_SAMPLES  # the baseline's graded calls come first
-                return reply({"accuracy": 8 if baseline else 5, "baseline_accuracy": 6, "safety": 10,
-                              "compliance": 9, "safety_red_line": False})
-            return super()._grade(request)
-
-        def _propose(self, request):  # an edit that cannot raise the total: nothing is kept, main Δ = 0
-            return reply({"target_dim": "dim5", "old": "Link to the line.", "new": "Link to the exact line.", "rationale": "r"})
-
     result, _ = run_online(example_skills, monkeypatch, Declining(held_after=8))
     workspace = example_skills.parent / "luban-workspace"
     assert result["skills"]["pr-review"]["kept"] == 0 and result["skills"]["pr-review"]["held_out_fail"] is True
@@ -255,20 +260,6 @@ def test_phase_2_5_rewrite_with_consent_is_kept_only_because_it_beats_the_best(e
 def test_step_c_a_persons_yes_runs_the_rewrite_it_asked_about(example_skills: Path, monkeypatch):
     """Step C asks whether to rewrite a skill whose held-out and main both declined: a yes used to do nothing."""
     from tests.support.scripted_runs import answer_checkpoints, run_in_thread
-
-    class Declining(GateResponder):
-        held_calls = 0
-
-        def _grade(self, request):
-            if HELD_OUT in request.body["messages"][1]["content"]:
-                Declining.held_calls += 1
-                baseline = Declining.held_calls <= HELD_OUT_SAMPLES
-                return reply({"accuracy": 8 if baseline else 5, "baseline_accuracy": 6, "safety": 10,
-                              "compliance": 9, "safety_red_line": False})
-            return super()._grade(request)
-
-        def _propose(self, request):
-            return reply({"target_dim": "dim5", "old": "Link to the line.", "new": "Link to the exact line.", "rationale": "r"})
 
     server = ScriptedOpenAI()
     server.responder = Declining(held_after=8)
