@@ -57,7 +57,7 @@ def earlier_runs(rows, now: datetime) -> tuple[list[float], int | None, int]:
 
     ``rows``: results.tsv rows (anything with ``status``, ``delta`` and ``timestamp``), oldest first.
     """
-    runs: list[list[float]] = []  # per run: the kept Δs, and one entry per attempt (None marks a revert)
+    runs: list[list[float]] = []  # per run: each attempt's kept Δ (0 for a revert)
     attempted: list[bool] = []
     last_start = None
     for row in rows:
@@ -67,7 +67,7 @@ def earlier_runs(rows, now: datetime) -> tuple[list[float], int | None, int]:
             last_start = row.timestamp
         elif row.status in ("keep", "revert") and runs:
             attempted[-1] = True
-            runs[-1].append(row.delta or 0 if row.status == "keep" else 0.0)
+            runs[-1].append((row.delta or 0.0) if row.status == "keep" else 0.0)
     totals = [round(sum(kept), 1) for kept, tried in zip(runs, attempted, strict=True) if tried]
     rested = len(attempted) - 1 - max((i for i, tried in enumerate(attempted) if tried), default=len(attempted) - 1)
     try:
