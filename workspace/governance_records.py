@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.governance.alerts import Alert
-from scoring.governance.escalation import Escalation, key, observe
+from scoring.governance.escalation import Escalation, advance, key
 from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.meta_review import MetaReview
 from workspace import meta_learnings, profile
@@ -44,13 +43,12 @@ def apply_escalation(workspace: Workspace, alerts: list[Alert], skills: list[str
                 if alert.fired:
                     actions.append((alert.name, alert.skill, "note"))
                 continue
-            counter = key(alert.name, alert.skill)
+            counter = key(alert.name, alert.skill, str(workspace.mode))
             state = Escalation.from_dict(p.alert_counters.get(counter, {}))
             if alert.run and state.seen == alert.run:
                 continue  # this run was judged already: the same records must not count twice
-            state, action = observe(state, alert.fired)
-            p.alert_counters[counter] = replace(state, seen=alert.run,
-                                                last_fired=alert.run if alert.fired else state.last_fired).to_dict()
+            state, action = advance(state, alert.fired, alert.run, alert.history_until)
+            p.alert_counters[counter] = state.to_dict()
             if action in ("record", "pause", "freeze", "recover", "false_recovery", "reset"):
                 actions.append((alert.name, alert.skill, action))
             _hold(p, alert, action, skills if alert.skill == LIBRARY else [alert.skill])

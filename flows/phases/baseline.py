@@ -10,6 +10,8 @@ from flows.scale.threads import side_by_side
 from flows.state.config import GO_ON, PhaseEnd, RunStop, StopKind
 from flows.state.products import Baselines, Progress, SkillState
 from flows.state.run import Run
+from scoring.governance.escalation import Escalation, key
+from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.roi import earlier_runs, roi_precheck
 from workspace.manifest import save_round_backup
 from workspace.pending_keep import text_sha
@@ -70,7 +72,9 @@ def _baseline_skill(run: Run, skill: str) -> Measured:
     lowest = min(d.score for d in card.score.dims if d.score is not None)
     total = run.incumbent_total(skill)
     deltas, days, rested = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
-    roi = roi_precheck(total, lowest, deltas, days, rested)
+    outcomes = run.profile.alert_counters.get(key("edit_outcomes", LIBRARY, str(run.workspace.mode)), {})
+    watched = Escalation.from_dict(outcomes).count > 0
+    roi = roi_precheck(total, lowest, deltas, days, rested, watched)
     run.effects.notice(f"{skill}: {roi.estimate}")
     if roi.decision == "recommend_skip":
         answer = run.ask(f"roi-{skill}", f"{skill}: {roi.reason}; {roi.estimate}. Optimize it anyway?", default_approve=False)

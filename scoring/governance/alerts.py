@@ -45,13 +45,13 @@ METRICS = ("dry_run_ratio", "revert_rate", "delta_trend", "flat_ratio", "mode_co
            "rejected_hit_rate", "budget_use", "assessment_gap")
 
 
-def k_for(points: int) -> float | None:
+def k_for(points: int, alpha: float = ALPHA / CHECKS) -> float | None:
     """The threshold multiplier for a history of ``points`` values (None: too short to judge)."""
     from scoring.samples import quantile
 
     if points < MIN_POINTS:
         return None
-    return quantile(ALPHA / CHECKS, None if points >= NORMAL_FROM else points - 1)
+    return quantile(alpha, None if points >= NORMAL_FROM else points - 1)
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Alert:
     message: str
     escalates: bool = True  # False: recorded and shown only (a fixed threshold, blind to noise)
     run: str = ""  # the run checked (its first row's time): a counter observes each run once
-
+    history_until: str = ""  # the newest run of the history it was judged against (a library episode's reference)
 
     def __post_init__(self) -> None:  # pandas hands over numpy scalars; keep the record plain Python
         object.__setattr__(self, "fired", bool(self.fired))
@@ -158,11 +158,11 @@ def _one_run(skill: str, run_id: int, run) -> dict:
 
 
 def dynamic(name: str, skill: str, value: float, history: list[float], side: str, what: str, run: str = "",
-            scale: float = 1.0) -> Alert:
+            scale: float = 1.0, alpha: float = ALPHA / CHECKS) -> Alert:
     """``value`` against μ ± k·σ of ``history`` (``side``: upper, lower or both); ``scale`` divides σ (a mean of n
-    values is checked against σ/√n)."""
+    values is checked against σ/√n); ``alpha``: the error k is set for, per side."""
     points = [h for h in history if h == h]  # NaN-free
-    k = k_for(len(points))
+    k = k_for(len(points), alpha)
     if k is None or value != value:
         return Alert(name, skill, None if value != value else value, None, False, False,
                      f"{name}: inactive ({len(points)} point(s) of history, {MIN_POINTS} needed)", run=run)

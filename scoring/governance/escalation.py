@@ -16,6 +16,8 @@ A "round" here is one run's check of the alert: a counter observes each run
 once (``seen``: the run it last observed), so an alert computed again on the
 same records — a paused skill that added none — neither climbs nor rests.
 A person's ``luban lift`` removes the counter with the hold (workspace/holds.py).
+``advance`` is one run's observation as the flow records it; a library check reads its counter's ``last_fired``
+and an open episode's ``reference`` (library_alerts).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class Escalation:
     cooldown_hits: int = 0
     before_downgrade: int = 0
     seen: str = ""  # the run this counter observed last
-    last_fired: str = ""  # the run it last fired on (a window check starts after it: workspace/library_alerts)
+    last_fired: str = ""  # the run it last fired on (a window check starts after it: library_alerts)
+    reference: str = ""  # an open episode's last run of history before it fired (library_alerts); "" once reset
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,5 +87,16 @@ def observe(state: Escalation, fired: bool) -> tuple[Escalation, str]:
     return new, action
 
 
-def key(alert: str, skill: str) -> str:
-    return f"{alert}|{skill}"
+def key(alert: str, skill: str, mode: str = "full") -> str:
+    """The profile's name for a counter. Each mode checks its own records (quick and full runs are measured
+    differently), so each counts on its own: full mode's names are the older ``alert|skill``."""
+    return f"{alert}|{skill}" if mode == "full" else f"{alert}@{mode}|{skill}"
+
+
+def advance(state: Escalation, fired: bool, run: str, history_until: str = "") -> tuple[Escalation, str]:
+    """One run's check observed: ``observe``, then the run it saw and last fired on, and — at an episode's first
+    firing — its reference, the history it was judged against (kept while the counter is above 0)."""
+    opening = fired and state.count == 0
+    new, action = observe(state, fired)
+    reference = (history_until if opening else new.reference) if new.count else ""
+    return replace(new, seen=run, reference=reference, last_fired=run if fired else new.last_fired), action

@@ -27,9 +27,10 @@ REST_RUNS = 3
 
 
 def roi_precheck(baseline_total: float, lowest_dim: float, run_deltas: list[float],
-                 days_since_last: int | None, rested: int = 0) -> RoiCheck:
+                 days_since_last: int | None, rested: int = 0, watched: bool = False) -> RoiCheck:
     """``run_deltas``: the total Δ of each earlier run of this skill that attempted an edit, oldest first;
-    ``rested``: the runs since the last of them that attempted nothing."""
+    ``rested``: the runs since the last of them that attempted nothing; ``watched``: the library's outcome alert
+    is open, and asks whether its change persists — keeping nothing is what it watches, so no rest."""
     times = len(run_deltas)
     if times:
         last = run_deltas[-1]
@@ -38,6 +39,9 @@ def roi_precheck(baseline_total: float, lowest_dim: float, run_deltas: list[floa
     else:
         history = "never optimized"
     stuck = times >= 3 and all(d <= 0 for d in run_deltas[-3:]) and rested < REST_RUNS
+    if stuck and watched:
+        history += "; kept nothing in three runs, tried anyway: the library's outcome alert is watching"
+        stuck = False
     if baseline_total >= 85 and lowest_dim >= 7:
         room = "low"
         decision, reason = "skip", f"ceiling is near: baseline {baseline_total} ≥ 85 and lowest dimension {lowest_dim:g} ≥ 7"

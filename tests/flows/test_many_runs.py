@@ -14,12 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from scoring.governance.alerts import run_metrics
-from scoring.governance.library_alerts import block
 from tests.support.library_weeks import LLM, Week, World, describe, run_weeks, write_library
 from workspace import profile
-from workspace.governance_records import mode_history
-from workspace.layout import Workspace
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
@@ -40,10 +36,9 @@ STEADY, BAD = 12, 3  # weeks of a world where nothing changes, then weeks of a p
 
 def test_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer_is_seen(tmp_path: Path):
     """One library, fifteen runs: twelve in a steady noisy world (every escalation a false alarm), then three in
-    which every proposal is harmful. One test, so the suite pays for the library's history once. Whether the library's
-    alert crosses its alpha/8 line within three runs of a change is a rate, with an interval: benchmarks/weekly_runs.py
-    measures it on libraries of five skills (10/10 skills alerted); three skills make too few attempts a week for a
-    single library to say it reliably, so this test asserts what the alert reads — its statistic falls."""
+    which every proposal damages the skill (−3 true points on a dimension), which the library's alert must see. One
+    test, so the suite pays for the library's history once; the rates over more weeks, seeds, subtler changes and
+    five-skill libraries are benchmarks/weekly_runs.py's."""
     skills_dir = tmp_path / "skills"
     write_library(skills_dir, SKILLS, seed=11)
     profile_path = tmp_path / "luban-workspace" / "luban-profile.json"
@@ -62,7 +57,7 @@ def test_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer_is_see
     # "text" noise: every text the judges read gets its own fixed error (a judge at temperature 0), so the world is
     # noisy — each sample is a null variant of the text, read differently — and yet the same on every run of the
     # test, whatever order concurrent calls arrive in (per-call noise drawn in arrival order is not)
-    world = World(sigma=1.0, seed=11, bad_from=STEADY, noise="text", bad=("harmful",))
+    world = World(sigma=1.0, seed=11, bad_from=STEADY, noise="text", bad=("damaging",))
     weeks = run_weeks(skills_dir, STEADY + BAD, world, optimize, after=maintainer)
     steady, bad = weeks[:STEADY], weeks[STEADY:]
     story = "\n".join(describe(w) for w in weeks)
@@ -78,13 +73,10 @@ def test_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer_is_see
     assert sum(w.kept for w in steady[STEADY // 2:]) > 0, story  # still improving in the second half
     assert all(len(w.attempted) > 0 for w in steady), story  # never everything resting at once
     assert all(w.summary["branch"] is None and w.merged is None for w in weeks if w.kept == 0), story
-    # the proposer turned bad: the window the library's check reads now holds the bad weeks' attempts only
-    early = [a for w in steady for a in w.alerts if a.startswith("edit_outcomes for the library: record")]
+    # the proposer turned bad: the library's check fires on the first window that holds the bad weeks' attempts
+    early = [a for w in steady for a in w.alerts if a.startswith("edit_outcomes for the library")]
     assert len(early) <= 1, story  # a false alarm is a record at most (above: never a pause)
-    metrics = run_metrics(mode_history(Workspace.open(skills_dir, "full")))
-    window, history = block(metrics, since=bad[0].began)
-    now = float(window["keeps"].sum() - window["worse"].sum()) / max(1, int(window["attempts"].sum()))
-    before = float(history["keeps"].sum() - history["worse"].sum()) / int(history["attempts"].sum())
-    assert int(window["attempts"].sum()) > 0 and now < before - 0.3, (now, before, story)
+    seen = [w.number for w in bad for a in w.alerts if a.startswith("edit_outcomes for the library: record")]
+    assert seen and seen[0] <= STEADY + 2, story  # its records are read from the next run on
     assert sum(w.kept for w in bad) == 0, story  # meanwhile the ratchet itself kept none of it
     assert git.Repo(skills_dir).active_branch.name == "main"

@@ -4,7 +4,7 @@
   and a true Accuracy (dim8), drawn from the seed;
 - the editor proposes *planted* edits: one sentence with an id, appended to the
   skill, whose true effect the world knows — neutral (none), helpful (+1 true
-  point on one dimension) or harmful (−1); which kind the n-th proposal is comes
+  point on one dimension), harmful (−1) or damaging (−3: an editor that cuts what matters); which kind the n-th proposal is comes
   from ``kinds`` (a tuple drawn from uniformly: repeat a kind to weight it), or
   from ``phases`` when the world changes at a proposal number (a proposer that
   turns bad);
@@ -45,7 +45,7 @@ def planted_edit(name: str, number: int, seed: int, kinds: tuple[str, ...] = KIN
     rng = random.Random(f"{seed}-{name}-{number}")
     kind = kinds[rng.randrange(len(kinds))]
     dim = rng.choice(effects)
-    return kind, dim, {"neutral": 0.0, "helpful": 1.0, "harmful": -1.0}[kind]
+    return kind, dim, {"neutral": 0.0, "helpful": 1.0, "harmful": -1.0, "damaging": -3.0}[kind]
 
 
 def dim8_of(accuracy: float) -> float:

@@ -42,6 +42,17 @@ def test_a_run_is_observed_once_however_often_its_alerts_are_computed(tmp_path: 
     assert p.alert_counters["revert_rate|alpha"]["count"] == 1 and not p.paused and not p.frozen
 
 
+def test_each_mode_counts_on_its_own_and_a_first_firing_keeps_its_reference(tmp_path: Path):
+    """Quick and full runs read their own records: a quick run's alert must not climb full mode's ladder."""
+    full, quick = ws(tmp_path), Workspace.open(tmp_path / "skills", "quick")
+    first = Alert("edit_outcomes", "*", -0.5, 0.2, True, True, "m", run="r0", history_until="h0")
+    apply_escalation(full, [first], ["alpha"])
+    apply_escalation(quick, [alert(True, run="q0")], ["alpha"])
+    counters = profile.load(full.profile).alert_counters
+    assert counters["edit_outcomes|*"]["reference"] == "h0" and counters["edit_outcomes|*"]["last_fired"] == "r0"
+    assert counters["revert_rate@quick|alpha"]["count"] == 1 and "revert_rate|alpha" not in counters
+
+
 def test_a_fixed_check_is_noted_and_never_counted(tmp_path: Path):
     w = ws(tmp_path)
     for i in range(6):
