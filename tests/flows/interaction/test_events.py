@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from flows.interaction.events import resource
 from flows.optimize import optimize_skills
+from scoring.governance.library_alerts import LIBRARY
 from tests.support.scripted_runs import GateResponder, run_online
 from workspace.results_tsv import ResultRow, ResultsFile
 
@@ -83,3 +85,8 @@ def test_score_card_diff_report_and_rows_are_artifacts_on_the_run(example_skills
     assert report.data.strip() in Path(result["report"]).read_text()  # the artifact is the report on disk
     rows = Artifact.get("luban-results")
     assert rows is not None and rows.type == "table" and "baseline" in str(rows.data)
+
+
+def test_a_library_alert_is_about_the_library_not_a_skill_named_star():
+    assert resource(LIBRARY) == {"prefect.resource.id": "luban.library", "prefect.resource.name": "the library"}
+    assert resource("pr-review")["prefect.resource.id"] == "luban.skill.pr-review"
