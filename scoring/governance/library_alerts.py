@@ -20,16 +20,17 @@ the run.
 
 A firing opens an *episode* (its counter's ``count`` above 0): the history before the window that fired is its
 ``reference``, frozen. Until the counter resets, each check asks whether the change persists, on fresh evidence
-against that reference at ``CONFIRM_ALPHA``: the outcomes of at least ``CONFIRM`` attempts made since the last
-firing; each unchanged text's baseline against its baselines before the episode. A confirmation counts as a
+against that reference at ``CONFIRM_ALPHA``: the outcomes of every attempt made since the last firing (at least
+``CONFIRM``); each unchanged text's baseline against its baselines before the episode. A confirmation counts as a
 firing, so a change that persists climbs the ladder to a pause (three firings) in two more runs with attempts.
-Why the lower bar is safe: the first firing still needs alpha / 8, and on fresh data after it two more firings
-happen by chance under 5 % each. Why it is needed: a proposer that turned bad gets one or two attempts a run (the
-ratchet keeps none of them, and the ROI precheck rests skills that keep nothing), and three disjoint windows of
-six took longer than ten weeks: no bad proposer ever paused a skill. While the outcome episode is open the ROI
-precheck does not rest a skill for keeping nothing (``roi_precheck(watched=True)``): those attempts are the
-evidence the ladder waits for. ``benchmarks/library_alerts_sim.py`` measures this check alone over hundreds of
-simulated libraries, ``benchmarks/weekly_runs.py`` through the flow.
+Why the lower bar is safe: the first firing still needs alpha / 8, and each confirmation reads only attempts made
+after the last firing, at 1 % a look (simulated: 0.3 % of steady libraries paused in 20 runs at 1 %, 0.7 % at
+2 %, 2.5 % at 5 % — the growing window is looked at every run). Why it is needed: a proposer that turned bad gets
+one or two attempts a run (the ratchet keeps none of them, and the ROI precheck rests skills that keep nothing),
+and three disjoint windows of six took longer than ten weeks: no bad proposer ever paused a skill. While the
+outcome episode is open the ROI precheck does not rest a skill for keeping nothing (``roi_precheck(watched=True)``):
+those attempts are the evidence the ladder waits for. ``benchmarks/library_alerts_sim.py`` measures this check
+alone over hundreds of simulated libraries, ``benchmarks/weekly_runs.py`` through the flow.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from scoring.governance.escalation import Escalation
 LIBRARY = "*"  # the skill an alert about the whole library is filed under
 WINDOWS = (3, 6, 12)  # attempts in the windows the outcome check reads: a sharp change fills the first soonest
 CONFIRM = 3  # fresh attempts a confirmation waits for
-CONFIRM_ALPHA = 0.05  # a confirmation's error, per side
+CONFIRM_ALPHA = 0.01  # a confirmation's error, per side
 
 
 def latest_and_before(metrics):
@@ -147,9 +148,10 @@ def _outcomes(ordered, since: str) -> Alert:
 
 
 def _confirm_outcomes(ordered, counter: Escalation) -> Alert:
-    """Does the change persist? ``CONFIRM`` fresh attempts since the last firing against the episode's reference."""
+    """Does the change persist? Every attempt since the last firing (at least ``CONFIRM``) against the episode's
+    reference: a subtle change shows as keeps that stop, which takes more than one run's attempts to tell."""
     reference = ordered[ordered["started"] <= counter.reference]
-    current, _ = block(ordered, counter.last_fired, CONFIRM)
+    current = ordered[ordered["started"] > counter.last_fired]
     attempts, run = int(current["attempts"].sum()), _newest(current) or counter.last_fired
     if attempts < CONFIRM:
         return Alert("edit_outcomes", LIBRARY, None, None, False, False,
