@@ -1,8 +1,9 @@
 """A library run week after week through the real flow, against a noisy loopback world whose truth is known.
 
 In a world where nothing changes, every alert that escalates is a false alarm: Luban must go on improving the
-library run after run, never freezing it by its own records. In a world whose proposer turns bad, the alerts must
-see it. The long version, with rates and intervals over more weeks and seeds, is benchmarks/weekly_runs.py.
+library run after run, never freezing it by its own records. A world whose proposer turns bad is
+tests/flows/test_library_alert_flow.py's; the long version, with rates and intervals over more weeks and seeds, is
+benchmarks/weekly_runs.py.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from workspace import profile
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 
-SKILLS, ROUNDS = 3, 2
+SKILLS, ROUNDS = 2, 2
 
 
 def optimize(skills_dir: Path, base_url: str) -> dict:
@@ -31,14 +32,12 @@ def optimize(skills_dir: Path, base_url: str) -> dict:
     return result
 
 
-STEADY, BAD = 12, 3  # weeks of a world where nothing changes, then weeks of a proposer gone bad: 15 runs
+STEADY = 12  # weeks of a world where nothing changes
 
 
-def test_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer_is_seen(tmp_path: Path):
-    """One library, fifteen runs: twelve in a steady noisy world (every escalation a false alarm), then three in
-    which every proposal damages the skill (−3 true points on a dimension), which the library's alert must see. One
-    test, so the suite pays for the library's history once; the rates over more weeks, seeds, subtler changes and
-    five-skill libraries are benchmarks/weekly_runs.py's."""
+def test_steady_weeks_keep_improving_and_never_freeze(tmp_path: Path):
+    """One library, twelve runs in a steady noisy world: every escalation is a false alarm. A world that changes is
+    tests/flows/test_library_alert_flow.py's; the rates over more weeks and seeds are benchmarks/weekly_runs.py's."""
     skills_dir = tmp_path / "skills"
     write_library(skills_dir, SKILLS, seed=11)
     profile_path = tmp_path / "luban-workspace" / "luban-profile.json"
@@ -57,9 +56,8 @@ def test_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer_is_see
     # "text" noise: every text the judges read gets its own fixed error (a judge at temperature 0), so the world is
     # noisy — each sample is a null variant of the text, read differently — and yet the same on every run of the
     # test, whatever order concurrent calls arrive in (per-call noise drawn in arrival order is not)
-    world = World(sigma=1.0, seed=11, bad_from=STEADY, noise="text", bad=("damaging",))
-    weeks = run_weeks(skills_dir, STEADY + BAD, world, optimize, after=maintainer)
-    steady, bad = weeks[:STEADY], weeks[STEADY:]
+    world = World(sigma=1.0, seed=11, noise="text")
+    weeks = steady = run_weeks(skills_dir, STEADY, world, optimize, after=maintainer)
     story = "\n".join(describe(w) for w in weeks)
     assert "lifted skill-1: freeze" in lifted[0] and "alert counters reset" in lifted[0], lifted
     assert "skill-1" in weeks[2].attempted, story  # the lift stuck: not frozen again by the counter it reset
@@ -73,10 +71,6 @@ def test_steady_weeks_keep_improving_and_never_freeze_then_a_bad_proposer_is_see
     assert sum(w.kept for w in steady[STEADY // 2:]) > 0, story  # still improving in the second half
     assert all(len(w.attempted) > 0 for w in steady), story  # never everything resting at once
     assert all(w.summary["branch"] is None and w.merged is None for w in weeks if w.kept == 0), story
-    # the proposer turned bad: the library's check fires on the first window that holds the bad weeks' attempts
-    early = [a for w in steady for a in w.alerts if a.startswith("edit_outcomes for the library")]
-    assert len(early) <= 1, story  # a false alarm is a record at most (above: never a pause)
-    seen = [w.number for w in bad for a in w.alerts if a.startswith("edit_outcomes for the library: record")]
-    assert seen and seen[0] <= STEADY + 2, story  # its records are read from the next run on
-    assert sum(w.kept for w in bad) == 0, story  # meanwhile the ratchet itself kept none of it
+    library = [a for w in steady for a in w.alerts if a.startswith("edit_outcomes for the library")]
+    assert len(library) <= 1, story  # a false alarm of the library's check is a record at most
     assert git.Repo(skills_dir).active_branch.name == "main"
