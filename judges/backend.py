@@ -30,6 +30,7 @@ from scoring.document import decode, normalize_text, parse
 from scoring.edits import Edit
 from scoring.model import DimensionScore, SkillScore
 from scoring.rubric import Mode, score_document
+from scoring.skill_view import SourceFile
 from scoring.validation import scan_references
 from workspace.baseline_cache import BaselineCache
 from workspace.test_prompts import TestPrompt
@@ -125,10 +126,10 @@ class Backend(Protocol):
 
     def evaluate(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
                  ever_reverted: bool = False, last_dim10_raw: float | None = None, diff: str = "",
-                 first_reading: int = 0) -> Evaluation: ...
+                 first_reading: int = 0, sources: tuple[SourceFile, ...] = ()) -> Evaluation: ...
 
     def resample(self, text: str, skill_name: str, files: frozenset[str], mode: Mode, prompts: list[TestPrompt],
-                 judges: int, dim8: bool, first_reading: int = 0) -> Resample: ...
+                 judges: int, dim8: bool, first_reading: int = 0, sources: tuple[SourceFile, ...] = ()) -> Resample: ...
 
     def design_prompts(self, text: str, skill_name: str) -> tuple[list[TestPrompt], str]: ...
 
@@ -157,8 +158,9 @@ class OfflineBackend:
         return {"backend": "offline"}
 
     def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="",
-                 first_reading=0) -> Evaluation:
-        """The heuristics read the text itself: they are exact, so a null variant would only be the same reading."""
+                 first_reading=0, sources=()) -> Evaluation:
+        """The heuristics read the text itself: they are exact, so a null variant would only be the same reading;
+        they read SKILL.md only (``sources`` are for judges that read)."""
         doc = parse(as_text(text))
         refs = tuple(scan_references(doc, files))
         structure = heuristic_structure(doc, refs, runtime_bound(doc, skill_name))
@@ -168,7 +170,7 @@ class OfflineBackend:
         score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims, dim10=dim10)
         return Evaluation(score, "fallback_dry", 0)
 
-    def resample(self, text, skill_name, files, mode, prompts, judges, dim8, first_reading=0) -> Resample:
+    def resample(self, text, skill_name, files, mode, prompts, judges, dim8, first_reading=0, sources=()) -> Resample:
         """Nothing to add: the heuristics give the same text the same scores, so they are exact (never resampled)."""
         return Resample()
 

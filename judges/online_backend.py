@@ -24,12 +24,14 @@ from judges.prompt_design import design_prompts
 from judges.review import needs_review, run_review
 from judges.settings import Settings
 from judges.structure_judge import Verdict, combine, judge_once
+from judges.tokens import count_tokens
 from judges.usage import Usage
 from scoring.document import parse
 from scoring.edits import Edit
-from scoring.model import SkillScore
+from scoring.model import Reference, SkillScore
 from scoring.null_variants import null_variant
 from scoring.rubric import score_document
+from scoring.skill_view import SkillView, SourceFile, skill_view
 from scoring.validation import scan_references
 from workspace.baseline_cache import BaselineCache
 from workspace.test_prompts import TestPrompt
@@ -55,18 +57,25 @@ class OnlineBackend:
                     "(separate calls, but the design's red line 1 asks that it be shown)",)
         return ()
 
+    def _view(self, text: str, sources: tuple[SourceFile, ...], refs: tuple[Reference, ...]) -> SkillView:
+        """What a judge reads: ``text`` (SKILL.md) and the skill's files it references, within the judges' budget."""
+        return skill_view(text, sources, tuple(r.target for r in refs if r.status == "exists"),
+                          self.settings.judge_context_tokens, lambda t: count_tokens(t, self.settings.judge_model)[0])
+
     def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="",
-                 first_reading=0) -> Evaluation:
+                 first_reading=0, sources=()) -> Evaluation:
         """The score card. Each judge and the dim8 measurement read their own null variant of the text, from
-        ``first_reading`` on (``readings``); the rules, the review and the references read the text itself."""
+        ``first_reading`` on (``readings``); the rules, the review and the references read the text itself; the
+        judges read the skill's files (``sources``) with it."""
         text = as_text(text)
         if mode == "full":
-            doc, refs, panel, measurement = self._judge_and_measure(text, files, prompts, first_reading)
+            doc, refs, panel, measurement = self._judge_and_measure(text, files, prompts, first_reading, sources)
         else:
             doc = parse(text)
             refs = tuple(scan_references(doc, files))
-            panel = combine([judge_once(self.client, self.settings.judge_model, "judge-1",
-                                        null_variant(text, first_reading), refs)], self._warnings())
+            view = self._view(null_variant(text, first_reading), sources, refs)
+            panel = combine([judge_once(self.client, self.settings.judge_model, "judge-1", view, refs)],
+                            self._warnings(), view.unseen())
             measurement = measure_dry_run(self.client, self.settings, null_variant(text, first_reading + 1), prompts)
         dims = dict(panel.dims, dim8=measurement.dim8)
         review = None
@@ -76,11 +85,12 @@ class OnlineBackend:
         score = score_document(doc, skill_name, files, mode=mode, llm_dims=dims,
                                dim10=review.dim10 if review else None, warnings=self._warnings())
         veto = panel.safety_veto or bool(dict(measurement.dim8.details).get("safety_red_line"))
-        recheck = self._orthogonality(score, text, refs, safety, ever_reverted)
+        recheck = self._orthogonality(score, self._view(text, sources, refs), refs, safety, ever_reverted)
         return Evaluation(score, measurement.eval_mode, panel.judge_count, panel.disagreements, veto,
                           bool(review and review.blocking), recheck, panel, measurement, review)
 
-    def _judge_and_measure(self, text: str, files: frozenset[str], prompts: list[TestPrompt], first_reading: int):
+    def _judge_and_measure(self, text: str, files: frozenset[str], prompts: list[TestPrompt], first_reading: int,
+                           sources: tuple[SourceFile, ...]):
         """The two judges and the dim8 pairs share one pool of ``max_concurrency`` workers, pairs first.
 
         Nothing here waits on anything else but a grade on its runs. A pair is a
@@ -96,13 +106,14 @@ class OnlineBackend:
             pairs = [pool.submit(measure_pair, self.client, self.settings, self.cache, context, p) for p in main_prompts(prompts)]
             doc = parse(text)
             refs = tuple(scan_references(doc, files))
-            verdicts = [pool.submit(judge_once, self.client, model, f"judge-{i + 1}", null_variant(text, first_reading + i), refs)
+            views = [self._view(null_variant(text, first_reading + i), sources, refs) for i in range(len(models))]
+            verdicts = [pool.submit(judge_once, self.client, model, f"judge-{i + 1}", views[i], refs)
                         for i, model in enumerate(models)]
-            panel = combine([v.result() for v in verdicts], self._warnings())
+            panel = combine([v.result() for v in verdicts], self._warnings(), views[0].unseen())
             measurement = full_measurement([p.result() for p in pairs])
         return doc, refs, panel, measurement
 
-    def resample(self, text, skill_name, files, mode, prompts, judges, dim8, first_reading=0) -> Resample:
+    def resample(self, text, skill_name, files, mode, prompts, judges, dim8, first_reading=0, sources=()) -> Resample:
         """``judges`` fresh structure-judge calls and, with ``dim8``, dim8 once more, all side by side.
 
         The same judge model and prompts as the evaluation, each reading its own
@@ -120,12 +131,13 @@ class OnlineBackend:
             elif dim8:
                 measured = pool.submit(measure_dry_run, self.client, self.settings, dim8_text, prompts)
             calls = [pool.submit(judge_once, self.client, self.settings.judge_model, f"judge-{i + 3}",
-                                 null_variant(text, first_reading + i), refs) for i in range(judges)]
+                                 self._view(null_variant(text, first_reading + i), sources, refs), refs)
+                     for i in range(judges)]
             verdicts = tuple(c.result() for c in calls)
             measurement = measured.result() if measured else None
             return Resample(verdicts, measurement.dim8 if measurement else None, measurement)
 
-    def _orthogonality(self, score: SkillScore, text: str, refs, safety, ever_reverted: bool) -> Verdict | None:
+    def _orthogonality(self, score: SkillScore, view: SkillView, refs, safety, ever_reverted: bool) -> Verdict | None:
         """The design's heterogeneous re-check: shown, never counted among the standard judges."""
         accuracy = dict(score.dim("dim8").details).get("accuracy")
         triggers = [
@@ -135,7 +147,7 @@ class OnlineBackend:
         ]
         if not any(triggers) or not self.settings.judge_model_2:
             return None
-        return judge_once(self.client, self.settings.judge_model_2, "orthogonality", text, refs)
+        return judge_once(self.client, self.settings.judge_model_2, "orthogonality", view, refs)
 
     def design_prompts(self, text, skill_name):
         return design_prompts(self.client, self.settings.editor_model, parse(as_text(text)), skill_name)

@@ -37,6 +37,7 @@ ENV_NAMES: dict[str, str] = {
     "llm_limit": "LUBAN_LLM_LIMIT",
     "llm_rate_limit": "LUBAN_LLM_RATE_LIMIT",
     "keep_runs": "LUBAN_KEEP_RUNS",
+    "judge_context_tokens": "LUBAN_JUDGE_CONTEXT_TOKENS",
 }
 
 
@@ -109,6 +110,9 @@ class Settings:
     llm_limit: str | None = None  # a Prefect global concurrency limit every call takes a slot of (all workers)
     llm_rate_limit: str | None = None  # a Prefect global concurrency limit with slot decay: calls per second, all workers
     keep_runs: int = 20  # runs whose backups are kept in the workspace; older runs' folders are pruned in Phase 6
+    # What one structure-judge call may read of a skill: SKILL.md and then the files it references, whole, while
+    # this many tokens last (scoring/skill_view.py); what does not fit is named in the prompt and the row.
+    judge_context_tokens: int = 12_000
     sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from), for `luban config`
 
     @property

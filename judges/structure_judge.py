@@ -22,6 +22,7 @@ from judges.rubric_text import SAFETY_RED_LINE, STRUCTURE_DIMS, STRUCTURE_SCHEMA
 from judges.settings import Role
 from judges.usage import BudgetExhausted, LLMError
 from scoring.model import DimensionScore, Reference, unscored
+from scoring.skill_view import SKILL_FILE, SkillView
 
 DISAGREEMENT_GAP = 3
 QUOTE_NOT_FOUND = "quote not found"
@@ -51,24 +52,52 @@ def reference_evidence(refs: tuple[Reference, ...]) -> str:
     return "Reachability scan of the skill's references (existing / missing / escaping):\n" + "\n".join(lines)
 
 
-def build_messages(skill_text: str, refs: tuple[Reference, ...], nonce: str) -> list[dict[str, str]]:
-    """The rubric and instructions in the system message; the skill, fenced as data, in the user message."""
+FILE_MARKERS = ('<file-{nonce} path="…"> … </file-{nonce}>',)
+
+
+def shown_files(view: SkillView, nonce: str) -> str:
+    """The files given with SKILL.md, each whole in its own block, and those that were not, named."""
+    blocks = [f'<file-{nonce} path="{path}">\n{text.rstrip(chr(10))}\n</file-{nonce}>\n\n' for path, text in view.files]
+    unseen = "".join(f"- {path}: {why}\n" for path, why in view.left_out)
+    return "".join(blocks) + (f"Files of the skill not shown to you (named only):\n{unseen}\n" if unseen else "")
+
+
+def build_messages(view: SkillView | str, refs: tuple[Reference, ...], nonce: str) -> list[dict[str, str]]:
+    """The rubric and instructions in the system message; the skill — SKILL.md, then the files it references —
+    fenced as data, in the user message."""
+    view = as_view(view)
     rubric = "\n".join(f"- {dim}: {text}" for dim, text in STRUCTURE_DIMS.items())
-    system = STRUCTURE_SYSTEM.format(rubric=rubric, safety=SAFETY_RED_LINE) + call_markers(nonce, *SKILL_MARKERS)
-    user = (f"{reference_evidence(refs)}\n\n<skill-{nonce}>\n{skill_text}\n</skill-{nonce}>\n\n"
-            "Score the skill above. Reply with the JSON object only.")
+    system = STRUCTURE_SYSTEM.format(rubric=rubric, safety=SAFETY_RED_LINE) + call_markers(nonce, *SKILL_MARKERS,
+                                                                                         *FILE_MARKERS)
+    user = (f"{reference_evidence(refs)}\n\n<skill-{nonce}>\n{view.skill}\n</skill-{nonce}>\n\n"
+            f"{shown_files(view, nonce)}Score the skill above. Reply with the JSON object only.")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, str | None]:
-    """(parsed answer, None) or (None, why it is void); ``void_kind`` names the kind of a reason."""
+def as_view(skill: SkillView | str) -> SkillView:
+    """A SKILL.md text alone is a view of a skill with no other file."""
+    return skill if isinstance(skill, SkillView) else SkillView(skill)
+
+
+def _quote_source(quote: str, texts: dict[str, str]) -> tuple[str, str]:
+    """(the file a quote names, the quote's text): ``path: text`` for a file other than SKILL.md."""
+    path, sep, rest = quote.partition(": ")
+    if sep and path in texts and path != SKILL_FILE:
+        return path, rest
+    return SKILL_FILE, quote
+
+
+def parse_verdict(text: str, skill: SkillView | str) -> tuple[dict[str, Any] | None, str | None]:
+    """(parsed answer, None) or (None, why it is void); ``void_kind`` names the kind of a reason. A quote must be in
+    the file it names (SKILL.md unless it starts with another shown file's path)."""
     answer = last_json_object(text)
     if answer is None:
         return None, "reply holds no JSON object"
     dims = answer.get("dims")
     if not isinstance(dims, dict):
         return None, "reply has no 'dims' object"
-    folded = fold(skill_text)
+    texts = as_view(skill).texts()
+    folded = {path: fold(body) for path, body in texts.items()}
     parsed: dict[str, Any] = {"scores": {}, "rationales": {}, "quotes": {}}
     for dim in STRUCTURE_DIMS:
         entry = dims.get(dim)
@@ -81,10 +110,12 @@ def parse_verdict(text: str, skill_text: str) -> tuple[dict[str, Any] | None, st
         if not isinstance(quotes, list) or not 1 <= len(quotes) <= 3 or not all(isinstance(q, str) for q in quotes):
             return None, f"{dim} needs 1 to 3 quotes from the skill"
         for quote in quotes:
-            if not substantive(quote):
+            path, said = _quote_source(quote, texts)
+            if not substantive(said):
                 return None, f"{dim} {QUOTE_NOT_FOUND}: {quote[:80]!r} is too short to be evidence"
-            if not quote_in_text(quote, folded):
-                return None, f"{dim} {QUOTE_NOT_FOUND} in the skill (fabricated evidence voids the answer): {quote[:80]!r}"
+            if not quote_in_text(said, folded[path]):
+                return None, (f"{dim} {QUOTE_NOT_FOUND} in {'the skill' if path == SKILL_FILE else path} (fabricated "
+                              f"evidence voids the answer): {quote[:80]!r}")
         parsed["scores"][dim] = round(float(score), 2)  # as given: rounding 6.7 to 7 would add noise of its own
         parsed["rationales"][dim] = str(entry.get("rationale", ""))
         parsed["quotes"][dim] = tuple(quotes)
@@ -99,6 +130,7 @@ def void_kind(problem: str) -> Unscored:
 
 
 MAX_QUOTABLE = 200  # lines a schema offers as quotes: enough for any skill under the spec's 500 lines of body
+MAX_FILE_QUOTABLE = 100  # and lines of the files shown with it, path-prefixed
 QUOTABLE_CHARS = 120
 
 
@@ -120,9 +152,12 @@ def _plain(text: str) -> bool:
     return text.isprintable() and '"' not in text and "\\" not in text
 
 
-def structure_schema(skill_text: str) -> dict[str, Any]:
-    """STRUCTURE_SCHEMA with each quote one of the skill's own lines (when it has any)."""
-    lines = quotable(skill_text)
+def structure_schema(skill: SkillView | str) -> dict[str, Any]:
+    """STRUCTURE_SCHEMA with each quote one of the skill's own lines — SKILL.md's, then the shown files' prefixed
+    with their path (when there are any)."""
+    view = as_view(skill)
+    lines = quotable(view.skill)
+    lines += [f"{path}: {line}" for path, text in view.files for line in quotable(text)][:MAX_FILE_QUOTABLE]
     if not lines:
         return STRUCTURE_SCHEMA
     schema = copy.deepcopy(STRUCTURE_SCHEMA)
@@ -131,8 +166,9 @@ def structure_schema(skill_text: str) -> dict[str, Any]:
     return schema
 
 
-def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs: tuple[Reference, ...]) -> Verdict:
-    """One independent judge: up to two attempts, each a fresh call with a fresh nonce.
+def judge_once(client: LLMClient, model: str, judge: str, skill: SkillView | str, refs: tuple[Reference, ...]) -> Verdict:
+    """One independent judge of ``skill`` (SKILL.md and the files shown with it): up to two attempts, each a fresh
+    call with a fresh nonce.
 
     A reply cut at its cap is not asked again: at temperature 0 the same model rambles the same way."""
     problem = ""
@@ -140,8 +176,8 @@ def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs:
     for attempt in (1, 2):
         nonce = secrets.token_hex(8)
         try:
-            reply = client.chat(f"judge:{judge}", model, build_messages(skill_text, refs, nonce), role=Role.JUDGE,
-                                schema=structure_schema(skill_text))
+            reply = client.chat(f"judge:{judge}", model, build_messages(skill, refs, nonce), role=Role.JUDGE,
+                                schema=structure_schema(skill))
         except BudgetExhausted:
             raise
         except LLMError as err:
@@ -151,7 +187,7 @@ def judge_once(client: LLMClient, model: str, judge: str, skill_text: str, refs:
         if reply.truncated:
             return Verdict(judge, model, unscored_reason=f"{judge}: {reply.cut_note()}", raw=raw, attempts=attempt,
                            unscored_kind=Unscored.TRUNCATED)
-        parsed, found = parse_verdict(raw, skill_text)
+        parsed, found = parse_verdict(raw, skill)
         if parsed is not None:
             return Verdict(judge, model, parsed["scores"], parsed["rationales"], parsed["quotes"],
                            parsed["safety_red_line"], parsed["safety_reason"], None, raw, attempt)
@@ -168,9 +204,14 @@ class Panel:
     safety_veto: bool
     judge_count: int
     warnings: tuple[str, ...] = ()
+    unseen: str = ""  # the skill's files the judges were not shown, and why (SkillView.unseen)
 
 
-def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = ()) -> Panel:
+def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = (), unseen: str = "") -> Panel:
+    """The panel's score per dimension from its judges' verdicts; ``unseen``: what of the skill they were not shown,
+    said in every dimension's reasons and kept for the row."""
+    if unseen:
+        warnings = (*warnings, f"not shown to the judges: {unseen}")
     scored = [v for v in verdicts if v.unscored_reason is None]
     dims: dict[str, DimensionScore] = {}
     disagreements = []
@@ -192,4 +233,4 @@ def combine(verdicts: list[Verdict], warnings: tuple[str, ...] = ()) -> Panel:
                    ("judge_count", len(scored)), ("disagreement", gap > DISAGREEMENT_GAP))
         dims[dim] = DimensionScore(dim, float(median(values)), "llm", tuple(reasons), details=details)
     veto = any(v.safety_red_line for v in scored)
-    return Panel(dims, tuple(verdicts), tuple(disagreements), veto, len(scored), warnings)
+    return Panel(dims, tuple(verdicts), tuple(disagreements), veto, len(scored), warnings, unseen)

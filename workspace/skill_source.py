@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scoring.document import MAX_BYTES, UnreadableSkill, decode
+from scoring.skill_view import SourceFile
 
 SKILL_FILE = "SKILL.md"
 _SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__"}
@@ -162,3 +163,29 @@ def source_text(source: SkillSource) -> tuple[str | None, str | None]:
         return decode(source.data), None
     except UnreadableSkill as err:
         return None, f"{source.path}: {err}"
+
+
+INLINE_BYTES = 64 * 1024  # a file larger than this is named to the judges, never inlined
+SOURCE_FILES = 200  # at most this many files of one skill are read for its judges
+
+
+def read_sources(skill_dir: Path, files: frozenset[str], limit: int = INLINE_BYTES) -> tuple[SourceFile, ...]:
+    """The skill's files other than SKILL.md as its judges may read them: text (UTF-8, no NUL byte) up to ``limit``
+    bytes, or why not. ``files`` from ``list_files``, so nothing outside the skill is opened."""
+    sources = []
+    for path in sorted(files - {SKILL_FILE})[:SOURCE_FILES]:
+        try:
+            data = read_at_most(skill_dir / path, limit + 1)
+        except OSError as err:
+            sources.append(SourceFile(path, None, f"unreadable: {err.strerror or err}"))
+            continue
+        if len(data) > limit:
+            sources.append(SourceFile(path, None, f"over {limit // 1024} KB"))
+        elif b"\0" in data:
+            sources.append(SourceFile(path, None, "binary"))
+        else:
+            try:
+                sources.append(SourceFile(path, data.decode("utf-8")))
+            except UnicodeDecodeError:
+                sources.append(SourceFile(path, None, "binary (not UTF-8)"))
+    return tuple(sources)

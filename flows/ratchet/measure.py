@@ -29,8 +29,9 @@ from flows.state.ledger import text_id
 from judges.backend import Evaluation, Resample, readings
 from judges.sampling import evaluation_samples, resample_samples
 from scoring.keep_decision import Measured, Noise, SamplePlan
+from scoring.skill_view import SourceFile
 from workspace.layout import Mode
-from workspace.skill_source import list_files
+from workspace.skill_source import list_files, read_sources
 
 if TYPE_CHECKING:
     from flows.state.run import Run
@@ -63,7 +64,8 @@ def settings_fingerprint(run: Run) -> dict:
 
 def measurement_key(run: Run, kind: str, skill: str, text: str, index: int, **detail) -> str:
     parts = {"kind": kind, "skill": skill, "text": hashlib.sha256(text.encode("utf-8")).hexdigest(), "index": index,
-             "files": sorted(skill_files(run, skill)), "prompts": [p.model_dump() for p in run.prompts.get(skill, [])],
+             "files": sorted(skill_files(run, skill)), "sources": _sources_digest(skill_sources(run, skill)),
+             "prompts": [p.model_dump() for p in run.prompts.get(skill, [])],
              "mode": evaluation_mode(run), "settings": settings_fingerprint(run), "code": code_version(),
              "run": run.flow_run_id or "no-flow-run", "detail": detail}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
@@ -71,6 +73,21 @@ def measurement_key(run: Run, kind: str, skill: str, text: str, index: int, **de
 
 def skill_files(run: Run, skill: str) -> frozenset[str]:
     return list_files(run.workspace.skill_file(skill).parent)
+
+
+def skill_sources(run: Run, skill: str) -> tuple[SourceFile, ...]:
+    """The skill's files other than SKILL.md as its judges may read them (``workspace.skill_source.read_sources``)."""
+    folder = run.workspace.skill_file(skill).parent
+    return read_sources(folder, list_files(folder))
+
+
+def _sources_digest(sources: tuple[SourceFile, ...]) -> str:
+    """What the judges read besides SKILL.md, as part of a measurement's cache key: a changed reference is a new
+    measurement."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(f"{source.path}\0{source.text if source.text is not None else source.why_not}\0".encode())
+    return digest.hexdigest()
 
 
 def evaluation_mode(run: Run) -> Mode:
@@ -91,7 +108,8 @@ def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False,
     key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text),
                           ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest(), first_reading=first)
     future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first)
+                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first,
+                                   skill_sources(run, skill))
     return _Recorded(future, lambda ev: _with_fallbacks(run, skill, text, ev, run.ledger.add(skill, text, evaluation_samples(ev))))
 
 
@@ -105,7 +123,8 @@ def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
     key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, text), judges=judges,
                           dim8=dim8, first_reading=first)
     future = tasks.resample.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first)
+                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first,
+                                   skill_sources(run, skill))
     return _Recorded(future, lambda more: _with_fallbacks(run, skill, text, more,
                                                                  run.ledger.add(skill, text, resample_samples(more))))
 

@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 
 from judges.backend import Backend, Evaluation, ProposalRequest, Resample
 from judges.proposer import Proposal, ProposalRefusal, RefusalKind, propose_checked
+from scoring.skill_view import SourceFile
 from workspace.layout import Mode
 from workspace.results_tsv import Repair, ResultRow, ResultsFile
 from workspace.test_prompts import TestPrompt
@@ -28,14 +29,17 @@ def _given_key(context: Any, parameters: dict[str, Any]) -> str:
 
 @task(name="evaluate", cache_key_fn=_given_key, persist_result=True)
 def evaluate(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: Mode,
-             prompts: list[TestPrompt], ever_reverted: bool = False, diff: str = "", first_reading: int = 0) -> Evaluation:
-    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff, first_reading=first_reading)
+             prompts: list[TestPrompt], ever_reverted: bool = False, diff: str = "", first_reading: int = 0,
+             sources: tuple[SourceFile, ...] = ()) -> Evaluation:
+    return backend.evaluate(text, skill, frozenset(files), mode, prompts, ever_reverted, diff=diff, first_reading=first_reading,
+                            sources=sources)
 
 
 @task(name="measure-again", cache_key_fn=_given_key, persist_result=True)
 def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: Mode,
-             prompts: list[TestPrompt], judges: int, dim8: bool, first_reading: int = 0) -> Resample:
-    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8, first_reading)
+             prompts: list[TestPrompt], judges: int, dim8: bool, first_reading: int = 0,
+             sources: tuple[SourceFile, ...] = ()) -> Resample:
+    return backend.resample(text, skill, frozenset(files), mode, prompts, judges, dim8, first_reading, sources)
 
 
 @task(name="propose-edit", cache_policy=NO_CACHE)

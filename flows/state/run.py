@@ -211,6 +211,8 @@ class Run:
             facts["same_source"] = "true"
         if evaluation is not None:
             facts.update(_unscored_facts(evaluation, skill, self.effects))
+            if evaluation.panel is not None and evaluation.panel.unseen:  # what of the skill its judges did not read
+                facts["not_shown_to_judges"] = evaluation.panel.unseen
         run_wide = self.ledger.unshown(self.backend.server_facts().get("fallbacks", ()))
         taken = self.ledger.fallbacks_for_row(skill) | dict.fromkeys(run_wide, 1)
         if taken:  # what this row's measurements fell back on, each counted once in the skill's rows

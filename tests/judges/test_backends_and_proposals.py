@@ -10,6 +10,7 @@ import pytest
 from judges.backend import OfflineBackend, ProposalRequest
 from judges.online_backend import OnlineBackend
 from judges.proposer import RefusalKind, propose_checked
+from judges.tokens import count_tokens
 from judges.usage import BudgetExhausted
 from scoring import score_skill
 from scoring.edits import check_budget
@@ -19,7 +20,7 @@ from tests.support.openai_server import ScriptedOpenAI
 from tests.support.scripted_llm import LubanResponder
 from workspace.baseline_cache import BaselineCache
 from workspace.rejected_edits import Buffer
-from workspace.skill_source import read_skill
+from workspace.skill_source import read_skill, read_sources
 from workspace.test_prompts import TestPrompt
 
 PROMPTS = [TestPrompt(id=1, type="main", prompt="review my PR", expected="review"),
@@ -245,3 +246,21 @@ def test_the_editor_is_told_that_keywords_without_content_are_refused():
     system = build_messages(ProposalRequest(text, "pr-review", files, "dim9"), None, "n0nce")[0]["content"]
     assert "keyword insertions without content" in system and "are refused" in system
     assert "inside code blocks, tables, links or inline code" in system and "rename the skill" in system
+
+
+def test_judges_read_the_references_and_name_what_did_not_fit(server, responder, tmp_path: Path):
+    text, files = example("api-changelog")
+    sources = read_sources(REPO_ROOT / "skills" / "api-changelog", files)
+    classification = (REPO_ROOT / "skills" / "api-changelog" / "references" / "classification.md").read_text()
+    ev = online(server, tmp_path).evaluate(text, "api-changelog", files, "quick", PROMPTS, sources=sources)
+    judged = [r for r in server.chat_requests() if "independent judge" in str(r.body)]
+    assert judged and all(classification.strip() in r.body["messages"][1]["content"] for r in judged)
+    assert ev.panel is not None and ev.panel.unseen == ""
+    server.requests.clear()
+    alone = count_tokens(text, "judge-a")[0]  # a budget with room for SKILL.md alone
+    tight = online(server, tmp_path, judge_context_tokens=alone).evaluate(text, "api-changelog", files, "quick", PROMPTS,
+                                                                         sources=sources)
+    assert tight.panel is not None and "references/classification.md (" in tight.panel.unseen
+    assert any("not shown to the judges: references/" in r for r in tight.score.dim("dim6").reasons)
+    user = next(r for r in server.chat_requests() if "independent judge" in str(r.body)).body["messages"][1]["content"]
+    assert classification.strip() not in user and "- references/classification.md: " in user

@@ -178,3 +178,30 @@ def test_the_quotes_a_schema_offers_are_the_skills_own_lines_a_grammar_can_hold(
     assert enum == lines  # backslash or "..."
     editable = edit_schema(text)["properties"]["old"]["enum"]
     assert editable == ["", "name: tidy-records", "# Tidy the records"]  # old text occurs once: not the repeated line
+
+
+def test_the_judges_read_the_files_the_skill_references_and_quotes_are_checked_in_the_file_they_name():
+    from judges.structure_judge import parse_verdict, structure_schema
+    from scoring.skill_view import SkillView
+
+    view = SkillView(SKILL, (("references/checklist.md", "Check every migration for a down step.\n"),),
+                     (("assets/diagram.png", "binary"),))
+    user = build_messages(view, (), "abcd")[1]["content"]
+    assert '<file-abcd path="references/checklist.md">\nCheck every migration for a down step.\n</file-abcd>' in user
+    assert "not shown to you (named only):\n- assets/diagram.png: binary" in user
+    assert user.index("<skill-abcd>") < user.index("<file-abcd")  # SKILL.md first, as an agent reads it
+
+    def answer(*quotes: str) -> str:
+        return json.dumps({"dims": {d: {"score": 7, "rationale": "r", "quotes": list(quotes)}
+                                    for d in ("dim2", "dim3", "dim5", "dim6")}})
+
+    parsed, problem = parse_verdict(answer("references/checklist.md: Check every migration for a down step",
+                                           "Write one comment per problem, with the line."), view)
+    assert problem is None and parsed is not None
+    # a line of SKILL.md quoted as if from the reference: not in the file it names, so the answer is void
+    _, problem = parse_verdict(answer("references/checklist.md: Write one comment per problem, with the line."), view)
+    assert problem is not None and "quote not found in references/checklist.md" in problem
+    _, problem = parse_verdict(answer("assets/diagram.png: Check every migration for a down step"), view)
+    assert problem is not None and "in the skill" in problem  # a file not shown is no source of quotes
+    enum = structure_schema(view)["properties"]["dims"]["properties"]["dim6"]["properties"]["quotes"]["items"]["enum"]
+    assert "references/checklist.md: Check every migration for a down step." in enum

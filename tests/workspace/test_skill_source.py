@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write_skill
-from workspace.skill_source import discover, list_files, read_at_most, read_skill
+from workspace.skill_source import discover, list_files, read_at_most, read_skill, read_sources
 
 
 def test_reads_bytes_and_lists_files_relative_to_the_skill(tmp_path: Path):
@@ -95,3 +95,18 @@ def test_discovery_skips_git_venv_and_hidden_directories(tmp_path: Path):
 def test_discovery_reports_missing_paths_as_error_sources(tmp_path: Path):
     (found,) = discover([str(tmp_path / "nope")])
     assert getattr(found, "error", None) and "no such file or directory" in found.error  # type: ignore[union-attr]
+
+
+def test_sources_are_text_files_whole_and_name_what_cannot_be_inlined(tmp_path: Path):
+    skill = tmp_path / "s"
+    (skill / "references").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: s\n---\n", encoding="utf-8")
+    (skill / "references" / "api.md").write_text("Retry twice — then stop.\n", encoding="utf-8")
+    (skill / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0")
+    (skill / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (skill / "big.md").write_text("x" * 2048, encoding="utf-8")
+    sources = {s.path: s for s in read_sources(skill, list_files(skill), limit=1024)}
+    assert "SKILL.md" not in sources
+    assert sources["references/api.md"].text == "Retry twice — then stop.\n"
+    assert sources["logo.png"].why_not == "binary" and sources["latin1.txt"].why_not == "binary (not UTF-8)"
+    assert sources["big.md"].text is None and sources["big.md"].why_not == "over 1 KB"
