@@ -7,7 +7,7 @@ from pathlib import Path
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.products import Designed
 from flows.state.run import Run
-from workspace import test_prompts
+from workspace import author_evals, test_prompts
 from workspace.test_prompts import TestPrompt
 
 
@@ -26,8 +26,13 @@ def design_prompts(run: Run) -> Designed:
 
 
 def _prompts_for(run: Run, skill: str) -> list[TestPrompt]:
-    """The skill's prompts: reused, rewritten or appended to, with a held-out one marked if none was; saved."""
+    """The skill's prompts: its author's evals when it has them; else reused, rewritten or appended to, with a
+    held-out one marked if none was; saved."""
     path = run.workspace.test_prompts(skill)
+    authored = _authors_prompts(run, skill, path)
+    if authored is not None:
+        test_prompts.save(path, authored)
+        return authored
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     prompts = None
     if path.exists() and run.options.resume:  # the baseline's held-out score was measured on these prompts
@@ -47,6 +52,24 @@ def _prompts_for(run: Run, skill: str) -> list[TestPrompt]:
         run.effects.notice(f"{skill}: no held-out prompt; marked prompt {marked.id} ({marked.held_out_source})")
     test_prompts.save(path, prompts)
     return prompts
+
+
+def _authors_prompts(run: Run, skill: str, path: Path) -> list[TestPrompt] | None:
+    """The cases of the skill's evals/evals.json as they are (workspace/author_evals.py), or None: no such file, or
+    one that cannot be used — said, and the skill's prompts are designed instead."""
+    try:
+        cases = author_evals.read_cases(run.workspace.skill_file(skill).parent)
+    except author_evals.AuthorEvalsError as err:
+        run.effects.notice(f"{skill}: {err}. Its test prompts are designed instead")
+        return None
+    if cases is None:
+        return None
+    try:
+        saved = test_prompts.load(path) if path.exists() else None
+    except test_prompts.TestPromptsError:
+        saved = None  # the split is chosen again, the same way
+    run.effects.notice(f"{skill}: its author's {len(cases)} case(s) in {author_evals.EVALS_FILE} are its test prompts")
+    return author_evals.as_prompts(cases, skill, saved)
 
 
 def _designed(run: Run, skill: str, text: str) -> list:

@@ -182,3 +182,28 @@ def test_the_rebuilt_report_has_the_run_s_branch_and_notices(example_skills: Pat
     assert notices and [line for line in text.splitlines() if line.startswith("- Notice: ")] == notices
     explained = next(line for line in original.splitlines() if line.startswith("- pr-review: total "))
     assert "rules " in explained and "offline estimate " in explained and explained in text  # where the total comes from
+
+
+def test_a_skill_with_its_authors_evals_is_measured_on_them_and_a_broken_file_falls_back_saying_so(
+        example_skills: Path):
+    cases = [{"id": "form", "prompt": "Review the PR that renames the users table", "expected_output": "a review",
+              "assertions": ["names the migration risk"]},
+             {"id": "tests", "prompt": "Review a PR with no tests", "expected_output": "asks for tests"},
+             {"id": "docs", "prompt": "Review a docs-only PR", "expected_output": "a short approval"}]
+    (example_skills / "pr-review" / "evals").mkdir()
+    (example_skills / "pr-review" / "evals" / "evals.json").write_text(json.dumps({"evals": cases}), encoding="utf-8")
+    (example_skills / "db-migration" / "evals").mkdir()
+    (example_skills / "db-migration" / "evals" / "evals.json").write_text('{"evals": [{"id": 1}]}', encoding="utf-8")
+    result = evaluate_skills(skills_dir=str(example_skills), skills=["pr-review", "db-migration"], mode="quick")
+    workspace = example_skills.parent / "luban-workspace" / "quick"
+    saved = json.loads((workspace / "pr-review" / "test-prompts.json").read_text(encoding="utf-8"))
+    assert [(p["id"], p["prompt"]) for p in saved] == [(c["id"], c["prompt"]) for c in cases]  # as written, all of them
+    assert saved[0]["expected"] == "a review\n- names the migration risk" and sum(p["held_out"] for p in saved) == 1
+    notices = result["notices"]
+    assert any("pr-review: its author's 3 case(s) in evals/evals.json are its test prompts" in n for n in notices)
+    broken = next(n for n in notices if n.startswith("db-migration: "))
+    assert "evals/evals.json: evals.0.prompt: Field required" in broken and "designed instead" in broken
+    designed = json.loads((workspace / "db-migration" / "test-prompts.json").read_text(encoding="utf-8"))
+    assert designed and all(p["prompt"] != "" for p in designed)
+    again = evaluate_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="quick")
+    assert json.loads((workspace / "pr-review" / "test-prompts.json").read_text(encoding="utf-8")) == saved, again
