@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scoring.governance.alerts import Alert
-from scoring.governance.escalation import Escalation, advance, key
+from scoring.governance.escalation import advance, key
 from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.meta_review import MetaReview
 from workspace import meta_learnings, profile
@@ -44,7 +44,7 @@ def apply_escalation(workspace: Workspace, alerts: list[Alert], skills: list[str
                     actions.append((alert.name, alert.skill, "note"))
                 continue
             counter = key(alert.name, alert.skill, str(workspace.mode))
-            state = Escalation.from_dict(p.alert_counters.get(counter, {}))
+            state = p.counter(alert.name, alert.skill, str(workspace.mode))
             if alert.run and state.seen == alert.run:
                 continue  # this run was judged already: the same records must not count twice
             state, action = advance(state, alert.fired, alert.run, alert.history_until)

@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from scoring.governance.escalation import Escalation, key
 from scoring.governance.oscillation import WINDOW
 from workspace.atomic import atomic_write
 from workspace.lock import acquire_with_timeout
@@ -79,6 +80,10 @@ class LubanProfile(BaseModel):
     budget_runs_left: dict[str, int] = Field(default_factory=dict)  # skill (or ALL_SKILLS) → runs its tightening lasts
     inference_exemptions: dict[str, InferenceExemption] = Field(default_factory=dict)
     alert_counters: dict[str, dict] = Field(default_factory=dict)
+
+    def counter(self, alert: str, skill: str, mode: str) -> Escalation:
+        """An alert's escalation counter in ``mode`` (each mode counts on its own); a fresh one when it never fired."""
+        return Escalation.from_dict(self.alert_counters.get(key(alert, skill, mode), {}))
 
     def budget_for(self, skill: str) -> float:
         return min(self.edit_budget, self.skill_edit_budget.get(skill, self.edit_budget))

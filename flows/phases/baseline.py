@@ -10,7 +10,6 @@ from flows.scale.threads import side_by_side
 from flows.state.config import GO_ON, PhaseEnd, RunStop, StopKind
 from flows.state.products import Baselines, Progress, SkillState
 from flows.state.run import Run
-from scoring.governance.escalation import Escalation, key
 from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.roi import earlier_runs, roi_precheck
 from workspace.manifest import save_round_backup
@@ -72,8 +71,7 @@ def _baseline_skill(run: Run, skill: str) -> Measured:
     lowest = min(d.score for d in card.score.dims if d.score is not None)
     total = run.incumbent_total(skill)
     deltas, days, rested = earlier_runs(ResultsFile(run.workspace.results_tsv(skill)).rows()[:-1], run.started)
-    outcomes = run.profile.alert_counters.get(key("edit_outcomes", LIBRARY, str(run.workspace.mode)), {})
-    watched = Escalation.from_dict(outcomes).count > 0
+    watched = run.profile.counter("edit_outcomes", LIBRARY, str(run.workspace.mode)).count > 0
     roi = roi_precheck(total, lowest, deltas, days, rested, watched)
     run.effects.notice(f"{skill}: {roi.estimate}")
     if roi.decision == "recommend_skip":

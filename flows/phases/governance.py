@@ -9,7 +9,6 @@ from flows.interaction.checkpoints import checkpoint
 from flows.phases.preflight import Scope, routed
 from flows.state.run import Run, RunOptions
 from scoring.governance.alerts import check_alerts, run_metrics
-from scoring.governance.escalation import Escalation, key
 from scoring.governance.library_alerts import LIBRARY, check_library
 from scoring.governance.mode_router import record_override
 from workspace import profile as profile_store
@@ -54,8 +53,7 @@ def raise_alerts(run: Run) -> None:
     if history.empty:
         return
     metrics = run_metrics(history)
-    counters = {name: Escalation.from_dict(run.profile.alert_counters.get(key(name, LIBRARY, str(run.workspace.mode)), {}))
-                for name in ("edit_outcomes", "score_shift")}
+    counters = {name: run.profile.counter(name, LIBRARY, str(run.workspace.mode)) for name in ("edit_outcomes", "score_shift")}
     alerts = [a for a in check_alerts(metrics) if a.skill in run.skills] + check_library(metrics, counters)
     for name, skill, action in apply_escalation(run.workspace, alerts, list(run.skills)):
         detail = next(a.message for a in alerts if a.name == name and a.skill == skill)

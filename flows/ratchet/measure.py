@@ -62,9 +62,12 @@ def settings_fingerprint(run: Run) -> dict:
                                                                     "llm_limit", "llm_rate_limit", "server_slots")}
 
 
-def measurement_key(run: Run, kind: str, skill: str, text: str, index: int, **detail) -> str:
+def measurement_key(run: Run, kind: str, skill: str, text: str, index: int,
+                    sources: tuple[SourceFile, ...] | None = None, **detail) -> str:
+    """``sources``: the skill's files as the measurement reads them (read here when not given)."""
+    sources = skill_sources(run, skill) if sources is None else sources
     parts = {"kind": kind, "skill": skill, "text": hashlib.sha256(text.encode("utf-8")).hexdigest(), "index": index,
-             "files": sorted(skill_files(run, skill)), "sources": _sources_digest(skill_sources(run, skill)),
+             "files": sorted(skill_files(run, skill)), "sources": _sources_digest(sources),
              "prompts": [p.model_dump() for p in run.prompts.get(skill, [])],
              "mode": evaluation_mode(run), "settings": settings_fingerprint(run), "code": code_version(),
              "run": run.flow_run_id or "no-flow-run", "detail": detail}
@@ -105,11 +108,11 @@ def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False,
     from flows.ratchet import tasks
 
     first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), evaluation=True))
-    key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text),
+    sources = skill_sources(run, skill)
+    key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text), sources,
                           ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest(), first_reading=first)
     future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first,
-                                   skill_sources(run, skill))
+                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first, sources)
     return _Recorded(future, lambda ev: _with_fallbacks(run, skill, text, ev, run.ledger.add(skill, text, evaluation_samples(ev))))
 
 
@@ -120,11 +123,11 @@ def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
     if not judges and not dim8:
         return _Nothing()
     first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), judges, dim8))
-    key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, text), judges=judges,
-                          dim8=dim8, first_reading=first)
+    sources = skill_sources(run, skill)
+    key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, text), sources,
+                          judges=judges, dim8=dim8, first_reading=first)
     future = tasks.resample.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first,
-                                   skill_sources(run, skill))
+                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first, sources)
     return _Recorded(future, lambda more: _with_fallbacks(run, skill, text, more,
                                                                  run.ledger.add(skill, text, resample_samples(more))))
 
