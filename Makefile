@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch bench-real bench-weekly real-model
+.PHONY: test demo install clean browser lint bench-score bench-loop bench-noise bench-batch bench-real bench-weekly bench-whole real-model
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,10 @@ bench-noise: $(STAMP)
 BENCH_WEEKLY_SEEDS ?= 11,12
 bench-weekly: $(STAMP)
 	$(BIN)/python benchmarks/weekly_runs.py --weeks 20 --seeds $(BENCH_WEEKLY_SEEDS)
+
+# What each role reads of a skill before and after the judges and the target read its files (no model is called).
+bench-whole: $(STAMP)
+	$(BIN)/python benchmarks/whole_skill_tokens.py
 
 # Calls, tokens and wall time per decision against the real model, and wall time against the server's own.
 bench-real: real-model

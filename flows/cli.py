@@ -57,7 +57,8 @@ def main(
 app.command("score")(score_command)  # flows/gate/cli.py: the CI gate, light on imports like this module
 app.command("doctor")(doctor_command)  # flows/interaction/doctor.py: the model server checked before a batch
 # flows/interaction/records_cli.py: the records read, or a hold lifted, without a run
-for command in (records_cli.history, records_cli.report, records_cli.status, records_cli.lift, records_cli.unfreeze):
+for command in (records_cli.history, records_cli.report, records_cli.status, records_cli.lift, records_cli.unfreeze,
+                records_cli.export_evals):
     app.command()(command)
 
 

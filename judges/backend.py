@@ -136,7 +136,7 @@ class Backend(Protocol):
     def candidates(self, request: ProposalRequest, feedback: str | None) -> list[Edit]: ...
 
     def held_out(self, text: str, skill_name: str, files: frozenset[str], prompts: list[TestPrompt],
-                 first_reading: int = 0) -> float | None: ...
+                 first_reading: int = 0, sources: tuple[SourceFile, ...] = ()) -> float | None: ...
 
     def rewrite(self, text: str, skill_name: str, files: frozenset[str]) -> str | None: ...
 
@@ -187,7 +187,7 @@ class OfflineBackend:
 
         return offline_rewrite(self, as_text(text), skill_name, files)
 
-    def held_out(self, text, skill_name, files, prompts, first_reading=0) -> float | None:
+    def held_out(self, text, skill_name, files, prompts, first_reading=0, sources=()) -> float | None:
         """Offline there is no model to run: the held-out proxy is the heuristic workflow quality."""
         if not any(p.held_out for p in prompts):
             return None

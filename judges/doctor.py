@@ -69,7 +69,7 @@ def run_checks(settings: Settings, batch: Batch | None, say: Callable[[Check], N
     for check in _models(settings, facts):
         record(check)
     client = LLMClient(settings, facts=facts)
-    for step in (_dialect, _cap, _speed, _slots, _judge):
+    for step in (_dialect, _cap, _speed, _slots, _judge, _target_files):
         record(step(client, settings))
     if batch is not None:
         record(_estimate(client, batch))
@@ -115,6 +115,19 @@ def _dialect(client: LLMClient, settings: Settings) -> Check:
         return Check("structured output", False, f"{dialect} ({steps}), but the reply held no JSON: {reply.text[:80]!r}",
                      "a judge model that can answer in JSON; its judges would be unscored")
     return Check("structured output", True, f"{dialect} ({steps})")
+
+
+def _target_files(client: LLMClient, settings: Settings) -> Check:
+    """How the target will read a skill's files: its read_file tool, or given them inline (judges/target_tools.py)."""
+    try:
+        why_not = client.tool_support.why_not(client, settings.target_model)
+    except LLMError as err:
+        return Check("target files", False, str(err), "see the error")
+    if why_not is None:
+        return Check("target files", True, f"{settings.target_model} calls the read_file tool: it opens a skill's files "
+                                           "as it needs them")
+    return Check("target files", True, f"inline: {why_not}; it is given the files SKILL.md references, within "
+                                       f"LUBAN_TARGET_CONTEXT_TOKENS ({settings.target_context_tokens})")
 
 
 def _cap(client: LLMClient, settings: Settings) -> Check:

@@ -2,7 +2,8 @@
 
 A judge whose reply was cut at its cap, made up a quote or held no JSON; a
 grade that could not be read; a target answer that stopped at its cap and was
-graded as it stood; a reviewer who gave nothing usable. Each is one string, the
+graded as it stood, or that was given the skill's files inline because the model
+makes no tool calls; a reviewer who gave nothing usable. Each is one string, the
 same for the same kind, so ``collections.Counter`` over them is the count that
 run.json, results.tsv and the report show.
 """
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 TARGET_CUT = "target answer stopped at its cap (graded as it stood)"
 DESIGN_OFFLINE = "test prompts designed offline"
+TARGET_INLINE = "target given the skill's files inline (it makes no tool calls)"
 
 
 def of_verdicts(verdicts: Iterable[Verdict]) -> list[str]:
@@ -32,6 +34,7 @@ def of_pairs(pairs: Iterable[PairResult]) -> list[str]:
         if pair.unscored_reason is not None and pair.unscored_kind is not None:
             found.append(f"grader unscored: {pair.unscored_kind}")
         found += [TARGET_CUT] * pair.answers_cut
+        found += [TARGET_INLINE] * (pair.access == "inline")
     return found
 
 

@@ -42,9 +42,17 @@ from judges.structured_output import (
     refuses_format,
     response_format,
 )
+from judges.target_tools import ToolSupport
 from judges.usage import CallRecord, LLMError, Usage
 
 CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # JSON, as the model wrote it
 
 
 @dataclass(frozen=True)
@@ -55,6 +63,8 @@ class Reply:
     tokens_out: int
     finish_reason: str = "stop"
     cap: int | None = None
+    tool_calls: tuple[ToolCall, ...] = ()  # the functions the model asked to call (a tool loop answers them)
+    seconds: float = 0.0  # the call's latency
 
     @property
     def truncated(self) -> bool:
@@ -90,6 +100,7 @@ class LLMClient:
         self.concurrency = min(settings.max_concurrency, self.slots) if self.slots else settings.max_concurrency
         self.read_timeout = settings.timeout_seconds * math.ceil(self.concurrency / (self.slots or 1))
         self.formats = Negotiation(settings.structured_output)
+        self.tool_support = ToolSupport()  # whether each target model makes tool calls, asked once per run
         self._slots = threading.BoundedSemaphore(self.concurrency)
         self._gate = gate or nullcontext
         self._cap_parameter: dict[str, str] = {}
@@ -109,18 +120,22 @@ class LLMClient:
         """How this run talks to the server: dialects learned, slots, concurrency, timeout (run.json, the report)."""
         return self.formats.facts() | {"fallbacks": self.formats.fallbacks(), "slots": self.slots, "concurrency": self.concurrency,
                                        "read_timeout_s": self.read_timeout,
+                                       "target_files": self.tool_support.facts(),
                                        "reply_caps": {r.value: self.settings.reply_cap(r) for r in Role}}
 
-    def chat(self, label: str, model: str, messages: list[dict[str, str]], *, role: Role, schema: dict | None = None,
-             temperature: float = 0.0, reply_cap: int | None = None) -> Reply:
+    def chat(self, label: str, model: str, messages: list[dict[str, Any]], *, role: Role, schema: dict | None = None,
+             temperature: float = 0.0, reply_cap: int | None = None, tools: list[dict] | None = None,
+             tool_choice: str | None = None) -> Reply:
         """One completion, its reply capped at ``reply_cap`` (default: the role's). Raises LLMError (never returns a
-        half reply without saying so: a reply cut at the cap is ``truncated``)."""
+        half reply without saying so: a reply cut at the cap is ``truncated``). ``tools``: functions the model may
+        call (the OpenAI tools API), asked for in ``Reply.tool_calls``."""
         cap = reply_cap or self.settings.reply_cap(role)
         self.usage.reserve()
         with self._slots, self._gate():
             started = time.monotonic()
             try:
-                response = self._create(model, messages, schema, temperature, cap)
+                extra = {"tools": tools} | ({"tool_choice": tool_choice} if tool_choice else {}) if tools else {}
+                response = self._create(model, messages, schema, temperature, cap, extra)
             except LLMError as err:
                 self.usage.record(CallRecord(label, model, 0, 0, time.monotonic() - started, err.kind, cap))
                 raise
@@ -131,12 +146,16 @@ class LLMClient:
         choices = getattr(response, "choices", None) or []
         text = (choices[0].message.content or "") if choices else ""
         finish = str(getattr(choices[0], "finish_reason", None) or "stop") if choices else "stop"
-        reply = Reply(text, model, tokens_in, tokens_out, finish, cap)
+        calls = tuple(ToolCall(str(c.id), str(c.function.name), str(c.function.arguments or ""))
+                      for c in (getattr(choices[0].message, "tool_calls", None) or []) if getattr(c, "function", None)
+                      ) if choices else ()
+        reply = Reply(text, model, tokens_in, tokens_out, finish, cap, calls, latency)
         self.usage.record(CallRecord(label, model, tokens_in, tokens_out, latency, "truncated" if reply.truncated else "ok", cap))
         return reply
 
-    def _create(self, model: str, messages: list[dict[str, str]], schema: dict | None, temperature: float, cap: int):
-        request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+    def _create(self, model: str, messages: list[dict[str, Any]], schema: dict | None, temperature: float, cap: int,
+                extra: dict[str, Any]):
+        request: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature} | extra
         if schema is None:
             return self._send(request, cap)
         dialect = self.formats.decided(model)

@@ -18,12 +18,12 @@ from judges.performance import (
     measure_dry_run,
     measure_pair,
     measure_pairs,
-    skill_context,
 )
 from judges.prompt_design import design_prompts
 from judges.review import needs_review, run_review
 from judges.settings import Settings
 from judges.structure_judge import Verdict, combine, judge_once
+from judges.target_tools import TargetSkill
 from judges.tokens import count_tokens
 from judges.usage import Usage
 from scoring.document import parse
@@ -62,6 +62,11 @@ class OnlineBackend:
         return skill_view(text, sources, tuple(r.target for r in refs if r.status == "exists"),
                           self.settings.judge_context_tokens, lambda t: count_tokens(t, self.settings.judge_model)[0])
 
+    @staticmethod
+    def _target(text: str, sources: tuple[SourceFile, ...], refs: tuple[Reference, ...]) -> TargetSkill:
+        """What the with-skill run is given: ``text`` as SKILL.md, the skill's files, those SKILL.md references."""
+        return TargetSkill(text, tuple(sources), tuple(r.target for r in refs if r.status == "exists"))
+
     def evaluate(self, text, skill_name, files, mode, prompts, ever_reverted=False, last_dim10_raw=None, diff="",
                  first_reading=0, sources=()) -> Evaluation:
         """The score card. Each judge and the dim8 measurement read their own null variant of the text, from
@@ -96,16 +101,14 @@ class OnlineBackend:
         Nothing here waits on anything else but a grade on its runs. A pair is a
         chain (runs, then the grade) and a judge one call, so queueing the chains
         first lets an evaluation finish in two latencies where judges-first, or
-        judges then dim8, takes three or four. The runs need only the text, so
-        the skill is parsed (for the judges' reference list and the rules) while
-        they are in flight (benchmarks/loop_overhead.py).
+        judges then dim8, takes three or four (benchmarks/loop_overhead.py).
         """
-        context = skill_context(null_variant(text, first_reading + FULL_JUDGES), files)
+        doc = parse(text)
+        refs = tuple(scan_references(doc, files))
+        target = self._target(null_variant(text, first_reading + FULL_JUDGES), sources, refs)
         models = [self.settings.judge_model] * FULL_JUDGES
         with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
-            pairs = [pool.submit(measure_pair, self.client, self.settings, self.cache, context, p) for p in main_prompts(prompts)]
-            doc = parse(text)
-            refs = tuple(scan_references(doc, files))
+            pairs = [pool.submit(measure_pair, self.client, self.settings, self.cache, target, p) for p in main_prompts(prompts)]
             views = [self._view(null_variant(text, first_reading + i), sources, refs) for i in range(len(models))]
             verdicts = [pool.submit(judge_once, self.client, model, f"judge-{i + 1}", views[i], refs)
                         for i, model in enumerate(models)]
@@ -126,8 +129,9 @@ class OnlineBackend:
         with ThreadPoolExecutor(max_workers=self.settings.max_concurrency) as pool:
             measured = None
             if dim8 and mode == "full":
+                target = self._target(dim8_text, sources, refs)
                 measured = pool.submit(lambda: full_measurement(
-                    measure_pairs(self.client, self.settings, self.cache, skill_context(dim8_text, files), main_prompts(prompts))))
+                    measure_pairs(self.client, self.settings, self.cache, target, main_prompts(prompts))))
             elif dim8:
                 measured = pool.submit(measure_dry_run, self.client, self.settings, dim8_text, prompts)
             calls = [pool.submit(judge_once, self.client, self.settings.judge_model, f"judge-{i + 3}",
@@ -163,5 +167,8 @@ class OnlineBackend:
 
         return rewrite_online(self.client, self.settings.editor_model, as_text(text))
 
-    def held_out(self, text, skill_name, files, prompts, first_reading=0) -> float | None:
-        return held_out_score(self.client, self.settings, self.cache, null_variant(as_text(text), first_reading), files, prompts)
+    def held_out(self, text, skill_name, files, prompts, first_reading=0, sources=()) -> float | None:
+        text = as_text(text)
+        refs = tuple(scan_references(parse(text), files))
+        target = self._target(null_variant(text, first_reading), sources, refs)
+        return held_out_score(self.client, self.settings, self.cache, target, prompts)

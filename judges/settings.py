@@ -38,6 +38,8 @@ ENV_NAMES: dict[str, str] = {
     "llm_rate_limit": "LUBAN_LLM_RATE_LIMIT",
     "keep_runs": "LUBAN_KEEP_RUNS",
     "judge_context_tokens": "LUBAN_JUDGE_CONTEXT_TOKENS",
+    "target_tool_reads": "LUBAN_TARGET_TOOL_READS",
+    "target_context_tokens": "LUBAN_TARGET_CONTEXT_TOKENS",
 }
 
 
@@ -113,6 +115,11 @@ class Settings:
     # What one structure-judge call may read of a skill: SKILL.md and then the files it references, whole, while
     # this many tokens last (scoring/skill_view.py); what does not fit is named in the prompt and the row.
     judge_context_tokens: int = 12_000
+    # The target model answers with SKILL.md in its context and a read_file tool over the skill: at most this many
+    # reads per answer (judges/target_tools.py). A server or model that makes no tool calls gets SKILL.md and the
+    # files it references inline instead, while target_context_tokens last.
+    target_tool_reads: int = 6
+    target_context_tokens: int = 6_000
     sources: tuple[tuple[str, str], ...] = ()  # (field, where its value came from), for `luban config`
 
     @property

@@ -19,9 +19,11 @@ from pathlib import Path
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from workspace.atomic import atomic_write
 from workspace.test_prompts import TestPrompt
 
 EVALS_FILE = "evals/evals.json"
+NO_EXPECTED = "(the author gave no expected output)"
 
 
 class AuthorEvalsError(ValueError):
@@ -74,7 +76,8 @@ def read_cases(skill_dir: Path) -> list[EvalCase] | None:
 def as_prompts(cases: list[EvalCase], skill: str, saved: list[TestPrompt] | None) -> list[TestPrompt]:
     """The cases as test prompts, one held out: the saved split when the saved prompts are these cases, else a choice
     fixed by the skill's name and the cases (the same on every run while they do not change)."""
-    prompts = [TestPrompt(id=c.id, type="main", prompt=c.prompt, expected=_expected(c)) for c in cases]
+    prompts = [TestPrompt(id=c.id, type="main", prompt=c.prompt, expected=c.expected_output or NO_EXPECTED,
+                          assertions=tuple(c.assertions), files=tuple(c.files)) for c in cases]
     if saved and [(p.id, p.prompt) for p in saved] == [(p.id, p.prompt) for p in prompts] and any(
             p.held_out for p in saved):
         return [p.model_copy(update={"held_out": s.held_out, "held_out_source": s.held_out_source})
@@ -87,8 +90,14 @@ def as_prompts(cases: list[EvalCase], skill: str, saved: list[TestPrompt] | None
             if i == chosen else p for i, p in enumerate(prompts)]
 
 
-def _expected(case: EvalCase) -> str:
-    """What the grader is told to expect: the author's expected output, and each assertion."""
-    parts = [case.expected_output] if case.expected_output else []
-    parts += [f"- {a}" for a in case.assertions]
-    return "\n".join(parts) or "(the author gave no expected output)"
+def export_prompts(skill_dir: Path, prompts: list[TestPrompt]) -> Path:
+    """Write the prompts Luban designed as the skill's ``evals/evals.json`` (asked for by a person: `luban
+    export-evals`), so the author's own tools can run them; an evals file already there is the author's and stays."""
+    path = skill_dir / EVALS_FILE
+    if path.exists():
+        raise AuthorEvalsError(f"{path} exists: it is the author's and is never overwritten; move it away first to "
+                               "export Luban's prompts in its place")
+    cases = [{"id": p.id, "prompt": p.prompt, "expected_output": p.expected, "files": list(p.files),
+              "assertions": list(p.assertions)} for p in prompts]
+    atomic_write(path, json.dumps({"skill_name": skill_dir.name, "evals": cases}, ensure_ascii=False, indent=2) + "\n")
+    return path

@@ -22,6 +22,7 @@ class CachedOutput:
     tokens_in: int
     tokens_out: int
     cut: bool = False  # the reply stopped at its cap (finish_reason 'length')
+    seconds: float | None = None  # how long the answer took (None: cached before this was kept)
 
 
 class BaselineCache:
@@ -47,7 +48,9 @@ class BaselineCache:
         path = self.directory / f"{self.key(model, prompt, parameters)}.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            found = CachedOutput(str(data["output"]), int(data["tokens_in"]), int(data["tokens_out"]), data.get("cut") is True)
+            seconds = data.get("seconds")
+            found = CachedOutput(str(data["output"]), int(data["tokens_in"]), int(data["tokens_out"]), data.get("cut") is True,
+                                 float(seconds) if isinstance(seconds, (int, float)) else None)
         except (OSError, ValueError, KeyError, TypeError):
             found = None  # absent or damaged: recompute (a damaged entry is simply overwritten)
         if count:
@@ -60,4 +63,5 @@ class BaselineCache:
         path = self.directory / f"{self.key(model, prompt, parameters)}.json"
         atomic_write(path, json.dumps({"model": model, "prompt": prompt, "parameters": parameters,
                                        "output": value.output, "tokens_in": value.tokens_in,
-                                       "tokens_out": value.tokens_out, "cut": value.cut}, ensure_ascii=False))
+                                       "tokens_out": value.tokens_out, "cut": value.cut,
+                                       "seconds": value.seconds}, ensure_ascii=False))

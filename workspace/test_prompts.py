@@ -22,6 +22,8 @@ class TestPrompt(BaseModel):
     expected: str
     held_out: bool = False
     held_out_source: str | None = None  # set when Luban, not a person, chose it
+    assertions: tuple[str, ...] = ()  # the author's checks (evals/evals.json), each graded pass/fail
+    files: tuple[str, ...] = ()  # the author's input files for this case, relative to the skill
 
 
 _LIST = TypeAdapter(list[TestPrompt])
@@ -55,7 +57,7 @@ def load(path: Path) -> list[TestPrompt]:
 
 
 def save(path: Path, prompts: list[TestPrompt]) -> None:
-    data = [p.model_dump(exclude_none=True) for p in prompts]
+    data = [{k: v for k, v in p.model_dump(exclude_none=True).items() if v != ()} for p in prompts]
     atomic_write(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 

@@ -155,6 +155,28 @@ def lift(
     typer.echo("\n".join(f"lifted {line}" for line in lifted) if lifted else f"{what}: nothing held it")
 
 
+def export_evals(
+    skill: str = typer.Argument(..., help="The skill's directory name."),
+    skills_dir: str = skills_dir_option(),
+    mode: str = mode_option(),
+    workspace: str | None = workspace_option(),
+) -> None:
+    """Write the test prompts Luban designed for a skill as its evals/evals.json (never over the author's own)."""
+    from workspace import author_evals, test_prompts
+
+    ws = _workspace(skills_dir, mode, workspace, "export-evals")
+    source = ws.test_prompts(skill)
+    if not source.exists():
+        _usage_error(f"no {ws.mode}-mode test prompts for '{skill}' ({source} does not exist); run 'luban optimize' "
+                     "first", "export-evals")
+    try:
+        written = author_evals.export_prompts(ws.skill_file(skill).parent, test_prompts.load(source))
+    except (author_evals.AuthorEvalsError, test_prompts.TestPromptsError) as err:
+        typer.echo(f"luban export-evals: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {written} ({skill}'s test prompts from {source})")
+
+
 def unfreeze(
     skill: str = typer.Argument(..., help="The skill's directory name."),
     skills_dir: str = skills_dir_option(),

@@ -17,6 +17,7 @@ from scoring.governance.meta_review import meta_review
 from scoring.governance.mode_feedback import mode_feedback
 from scoring.governance.report import RunFacts, latest_runs, render
 from workspace import run_branches, run_marker
+from workspace.eval_outputs import write_eval_outputs
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.layout import Mode
 from workspace.library_status import library_status, rows_for_table
@@ -45,6 +46,7 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
     frame = mode_history(run.workspace)
     this_run = frame[frame["skill"].isin(list(run.baselines) + list(outcomes))] if not frame.empty else frame
     usage = run.backend.usage.totals() if run.backend.usage else {}
+    _eval_records(run)
     notices = list(run.effects.notices())
     eval_modes = [str(m) for m in latest_runs(this_run)["eval_mode"]] if not this_run.empty else []
     if run.mode == "full" and needs_full_test(eval_modes):
@@ -81,6 +83,25 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
         get_run_logger().info("results.tsv %s round %s: %s %s→%s %s", row["skill"], row["round"], row["status"],
                               row["old_score"], row["new_score"], row["note"][:120])
     return md_path
+
+
+def _eval_records(run: Run) -> None:
+    """Each measured skill's grading per case and its benchmark, in the run's folder in skill-creator's shapes
+    (judges/eval_records.py); the assertions that pass or fail with and without the skill alike, said as notices."""
+    from judges import eval_records
+
+    settings = run.backend.settings
+    for skill in sorted(set(run.baselines) | set(run.best)):
+        card = run.best.get(skill) or run.baselines.get(skill)
+        pairs = card.measurement.pairs if card is not None and card.measurement is not None else ()
+        if not pairs:
+            continue
+        gradings = {str(p.prompt_id): {c: eval_records.grading(p, c) for c in (eval_records.WITH, eval_records.WITHOUT)}
+                    for p in pairs}
+        write_eval_outputs(run.run_dir / skill / "evals", gradings, eval_records.benchmark(
+            skill, pairs, settings.target_model if settings else "offline", run.started.isoformat()))
+        for note in eval_records.undiscriminating(pairs):
+            run.effects.notice(f"{skill}: {note}")
 
 
 def _guards(run: Run) -> tuple[str, ...]:
@@ -123,11 +144,12 @@ def _counter_example_6(run: Run, outcomes: dict[str, SkillOutcome]) -> str:
     if run.backend.exact or skill is None:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
                 f"({run.backend.kind} backend): dim8 is not a measured result in this report")
-    from flows.ratchet.measure import skill_files
+    from flows.ratchet.measure import skill_files, skill_sources
     from workspace.results_tsv import Status
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    card = run.backend.evaluate(text, skill, skill_files(run, skill), Mode.FULL, run.prompts.get(skill, []))
+    card = run.backend.evaluate(text, skill, skill_files(run, skill), Mode.FULL, run.prompts.get(skill, []),
+                                sources=skill_sources(run, skill))
     records.record_row(run, skill, 99, Status.SKIP, card, facts={"check": "counter_example_6"},
                      text="one full test because over 30 % of dim8 scores were dry runs")
     return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"

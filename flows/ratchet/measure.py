@@ -172,11 +172,13 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
 
     count = 1 if run.backend.exact or run.options.evaluate_only else HELD_OUT_SAMPLES
     files = skill_files(run, skill)
+    sources = skill_sources(run, skill)
     first = run.ledger.reserve_readings(skill, text, count)
     futures = [tasks.held_out.submit(run.backend, measurement_key(run, "held-out", skill, text,
                                                                   run.ledger.next_index("held-out", skill, text),
-                                                                  first_reading=first + i),
-                                     text, skill, files, run.prompts.get(skill, []), first + i) for i in range(count)]
+                                                                  first_reading=first + i, sources=sources),
+                                     text, skill, files, run.prompts.get(skill, []), first + i, sources)
+               for i in range(count)]
     graded = [f.result() for f in futures]
     values = tuple(v for v in graded if v is not None)
     run.ledger.note_fallbacks(skill, ["held-out grade unscored"] * (len(graded) - len(values)))

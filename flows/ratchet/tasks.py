@@ -77,8 +77,8 @@ def design_prompts(backend: Backend, text: str, skill: str) -> tuple[list[TestPr
 
 @task(name="held-out-test", cache_key_fn=_given_key, persist_result=True)
 def held_out(backend: Backend, key: str, text: str, skill: str, files: frozenset[str], prompts: list[TestPrompt],
-             first_reading: int = 0) -> float | None:
-    return backend.held_out(text, skill, files, prompts, first_reading)
+             first_reading: int = 0, sources: tuple[SourceFile, ...] = ()) -> float | None:
+    return backend.held_out(text, skill, files, prompts, first_reading, sources)
 
 
 @task(name="record-results-row", retries=2, retry_delay_seconds=0.2, cache_policy=NO_CACHE)

@@ -8,6 +8,7 @@ benchmarks/weekly_runs.py.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import git
@@ -69,7 +70,9 @@ def test_steady_weeks_keep_improving_and_never_freeze(tmp_path: Path):
     assert all((w.summary["handoff"] or {}).get("base") == "main" for w in weeks), story
     assert all(len(w.branches) <= 1 for w in weeks), story  # the merged one, until the next run deletes it
     assert sum(w.kept for w in steady[STEADY // 2:]) > 0, story  # still improving in the second half
-    assert all(len(w.attempted) > 0 for w in steady), story  # never everything resting at once
+    # a skill that kept nothing three attempted runs running rests one run (the ROI precheck): with two skills both may
+    # rest the same week, but a rest expires — the library is never idle two weeks running
+    assert all(a.attempted or b.attempted for a, b in itertools.pairwise(steady)), story
     assert all(w.summary["branch"] is None and w.merged is None for w in weeks if w.kept == 0), story
     library = [a for w in steady for a in w.alerts if a.startswith("edit_outcomes for the library")]
     assert len(library) <= 1, story  # a false alarm of the library's check is a record at most

@@ -64,6 +64,7 @@ def test_doctor_passes_and_says_what_the_server_speaks(server: RealServer, skill
     assert "ok   structured output: json_object+schema" in out and "json_schema refused (HTTP 500" in out, out
     assert "ok   reply cap: max_tokens 16 honoured" in out and "tokens/s" in out and "ok   judge:" in out, out
     assert "estimate: 2 skill(s), full mode" in out and out.rstrip().endswith("all checks passed"), out
+    assert "ok   target files: inline: asked to call read_file, the model answered in text" in out, out
     print(f"\nluban doctor against llama-cpp-python + SmolLM2: {took:.0f} s\n{out}")
 
 
@@ -109,6 +110,10 @@ def test_evaluate_full_scores_two_examples_within_minutes(server: RealServer, sk
     rows = check_rows(workspace)
     assert {r.skill for r in rows if r.status == "baseline"} == set(SKILLS)
     assert sum("structured output for smollm2: json_object+schema x1" in r.note for r in rows) == 1  # once, where it fell
+    # SmolLM2 on llama-cpp-python answers a read_file probe in text (llama.cpp's own server, with or without --jinja,
+    # does the same): the target is given each skill's referenced files inline, and every such answer is counted
+    assert run["server"]["target_files"] == {"smollm2": "files inline: asked to call read_file, the model answered in text"}
+    assert run["fallbacks"]["target given the skill's files inline (it makes no tool calls)"] >= 3, run["fallbacks"]
     assert took < 600, f"evaluate took {took:.0f} s"  # about 6 minutes at the default caps on 2 cores
     print(f"\nluban evaluate --mode full, 2 skills, against SmolLM2: {took:.0f} s, {run['usage']['calls']} calls, "
           f"fallbacks {run['fallbacks']}")

@@ -11,9 +11,10 @@ from judges.performance import (
     main_prompts,
     measure_dry_run,
     measure_pairs,
-    skill_context,
 )
 from judges.review import Finding, document_type, merge_findings, needs_review, run_review
+from judges.target_tools import TargetSkill
+from scoring.skill_view import SourceFile
 from tests.judges.conftest import make_settings
 from tests.support.openai_server import ScriptedOpenAI
 from tests.support.scripted_llm import LubanResponder
@@ -31,7 +32,8 @@ PROMPTS = [
 
 def measure_full(client, settings, cache, skill_text: str, files: frozenset[str], prompts):
     """dim8 measured as the ratchet measures it (judges/backend composes the same pieces)."""
-    return full_measurement(measure_pairs(client, settings, cache, skill_context(skill_text, files), main_prompts(prompts)))
+    skill = TargetSkill(skill_text, tuple(SourceFile(f, f"# {f}\n") for f in sorted(files) if f != "SKILL.md"))
+    return full_measurement(measure_pairs(client, settings, cache, skill, main_prompts(prompts)))
 
 
 def test_full_measurement_runs_with_and_without_skill_and_grades(server: ScriptedOpenAI, client: LLMClient,
@@ -40,7 +42,8 @@ def test_full_measurement_runs_with_and_without_skill_and_grades(server: Scripte
     m = measure_full(client, settings, BaselineCache(tmp_path), SKILL, frozenset({"SKILL.md", "references/a.md"}), PROMPTS)
     assert m.eval_mode == "full_test" and m.judge_count == 1
     assert m.dim8.score == round((8 * 8 + 5 * 10 + 5 * 9) / 18, 2)
-    assert sorted(responder.kinds) == sorted(["with_skill"] * 3 + ["baseline"] * 3 + ["grade"] * 3)  # held-out excluded
+    # held-out excluded; whether the target makes tool calls is asked once
+    assert sorted(responder.kinds) == sorted(["tool_probe"] + ["with_skill"] * 3 + ["baseline"] * 3 + ["grade"] * 3)
     with_skill = next(r for r in server.chat_requests() if "You have this skill loaded" in str(r.body["messages"]))
     assert "references/a.md" in with_skill.body["messages"][0]["content"] and with_skill.body["model"] == "target-m"
     assert any("latency warning" in r for r in m.dim8.reasons)  # 960 vs 60 tokens
@@ -82,9 +85,9 @@ def test_dry_run_is_one_call_and_halved(server: ScriptedOpenAI, client: LLMClien
 
 def test_held_out_is_measured_only_on_held_out_prompts(server: ScriptedOpenAI, client: LLMClient,
                                                        responder: LubanResponder, tmp_path: Path):
-    assert held_out_score(client, make_settings(server), BaselineCache(tmp_path), SKILL, frozenset(), PROMPTS) == 8.0
+    assert held_out_score(client, make_settings(server), BaselineCache(tmp_path), TargetSkill(SKILL), PROMPTS) == 8.0
     assert responder.kinds.count("with_skill") == 1
-    assert held_out_score(client, make_settings(server), BaselineCache(tmp_path), SKILL, frozenset(), PROMPTS[:3]) is None
+    assert held_out_score(client, make_settings(server), BaselineCache(tmp_path), TargetSkill(SKILL), PROMPTS[:3]) is None
 
 
 def f(level: str, section: str, problem: str, role: str = "SRE") -> Finding:

@@ -160,7 +160,10 @@ class NoisyModels:
             context = messages[0]["content"]
             quality = self.quality(skill_name(context), context)
             name = skill_name(context)
-            read = hashlib.sha256(context.encode()).hexdigest()[:12]  # temperature 0: the answer follows from the input
+            # temperature 0: the answer follows from the input — the skill as given, not Luban's constant wording around
+            # it (a change to that wording would otherwise draw a new world for every test built on this one)
+            skill = context[context.find("---"):context.rfind("\n\nFiles in the skill directory:")]
+            read = hashlib.sha256(skill.encode()).hexdigest()[:12]
             return Scripted(body=completion(f"answer of {name} [accuracy {quality['accuracy']:.4f}] ({read})", 900, 60))
         if kind == "grade":
             return reply(self.grade(messages[1]["content"]))

@@ -58,6 +58,8 @@ def kind_of(request: Request) -> str:
         return "propose"
     if "You rewrite an agent skill" in system:
         return "rewrite"
+    if "Call the read_file tool with the path SKILL.md" in system:
+        return "tool_probe"
     if "You have this skill loaded" in system:
         return "with_skill"
     return "baseline"
@@ -74,12 +76,16 @@ class LubanResponder:
     fabricate_quotes: int = 0  # the next N judge replies quote text that is not in the skill
     safety_red_line: bool = False
     grade: dict[str, Any] = field(default_factory=lambda: {"accuracy": 8, "baseline_accuracy": 6, "safety": 10, "compliance": 9})
+    graded_assertions: list[dict] = field(default_factory=list)  # the grade's "assertions" when a prompt has some
     findings: list[dict] = field(default_factory=list)
     edit: dict | None = None
     # The judges see the default proposal's STOP before merging as substance: +this on each dimension they score
     # (a keyword-stuffing test sets 0: the rule gain alone must then not be kept).
     stop_substance: int = 1
     kinds: list[str] = field(default_factory=list)
+    # The target model: whether it makes tool calls, and which of the skill's files it reads (in order) before answering
+    tools: bool = True
+    reads: list[str] = field(default_factory=list)
     _judge_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -105,7 +111,8 @@ class LubanResponder:
         return reply({"dims": dims, "safety_red_line": self.safety_red_line, "safety_reason": "scripted" if self.safety_red_line else ""})
 
     def _grade(self, request: Request) -> Scripted:
-        return reply(dict(self.grade, safety_red_line=self.safety_red_line, rationale="scripted grade"))
+        extra = {"assertions": self.graded_assertions} if "\nAssertions:\n" in messages_json(request).replace("\\n", "\n") else {}
+        return reply(dict(self.grade, safety_red_line=self.safety_red_line, rationale="scripted grade") | extra)
 
     def _dry_run(self, request: Request) -> Scripted:
         return reply({"accuracy": 7, "safety": 10, "compliance": 9, "safety_red_line": False, "rationale": "estimated"})
@@ -134,11 +141,29 @@ class LubanResponder:
         skill = skill_in(request).rstrip("\n")
         return Scripted(body=_completion(f"<rewritten>\n{skill}\n\n🛑 STOP: confirm before merging.\n</rewritten>", 900, 400))
 
+    def _tool_probe(self, request: Request) -> Scripted:
+        if not self.tools:
+            return reply("I cannot call tools.")
+        return Scripted(body=tool_call_completion([("read_file", {"path": "SKILL.md"})]))
+
     def _with_skill(self, request: Request) -> Scripted:
+        done = sum(1 for m in request.body.get("messages", []) if m.get("role") == "tool")
+        if request.body.get("tools") and done < len(self.reads) and request.body.get("tool_choice") != "none":
+            return Scripted(body=tool_call_completion([("read_file", {"path": self.reads[done]})]))
         return Scripted(body=_completion("with-skill answer: followed the skill step by step.", 900, 60))
 
     def _baseline(self, request: Request) -> Scripted:
         return Scripted(body=_completion("baseline answer.", 20, 40))
+
+
+def tool_call_completion(calls: list[tuple[str, dict]], prompt_tokens: int = 300, completion_tokens: int = 20) -> dict:
+    """A chat completion whose message asks for function calls (the OpenAI tools API), content empty."""
+    body = _completion("", prompt_tokens, completion_tokens)
+    body["choices"][0]["message"] = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        for i, (name, arguments) in enumerate(calls)]}
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
 
 
 def _completion(text: str, prompt_tokens: int, completion_tokens: int) -> dict:

@@ -33,7 +33,9 @@ def test_the_authors_cases_are_read_in_either_spelling(tmp_path: Path):
         ["every field is filled", "the signature box is left empty"], ["pages in order"], []]
     prompts = as_prompts(cases, "pdf", None)
     assert [p.prompt for p in prompts] == ["Fill in form.pdf", "Merge a.pdf and b.pdf", "Extract the tables"]
-    assert prompts[0].expected == "a filled form\n- every field is filled\n- the signature box is left empty"
+    assert prompts[0].expected == "a filled form" and prompts[0].files == ("evals/files/form.pdf",)
+    assert prompts[0].assertions == ("every field is filled", "the signature box is left empty")  # graded one by one
+    assert prompts[2].assertions == () and prompts[1].assertions == ("pages in order",)
     assert sum(p.held_out for p in prompts) == 1
 
 
@@ -61,3 +63,20 @@ def test_a_file_that_cannot_be_used_is_named_with_its_entry_and_the_fix(tmp_path
         read_cases(tmp_path)
     assert str(path) in str(raised.value) and said in str(raised.value)
     assert "fix it" in str(raised.value) or "the file needs" in str(raised.value) or "give each case" in str(raised.value)
+
+
+def test_designed_prompts_are_exported_on_request_and_never_over_the_authors_file(tmp_path: Path):
+    from workspace.author_evals import export_prompts
+    from workspace.test_prompts import TestPrompt
+
+    designed = [TestPrompt(id=1, type="main", prompt="review my PR", expected="a review"),
+                TestPrompt(id=2, type="edge", prompt="review a 3000-line PR", expected="asks to split", held_out=True)]
+    written = export_prompts(tmp_path, designed)
+    cases = read_cases(tmp_path)  # what Luban writes, it reads back as the author's
+    assert written == tmp_path / "evals" / "evals.json" and cases is not None
+    assert [(c.id, c.prompt, c.expected_output) for c in cases] == [(1, "review my PR", "a review"),
+                                                                    (2, "review a 3000-line PR", "asks to split")]
+    before = written.read_bytes()
+    with pytest.raises(AuthorEvalsError, match="never overwritten"):
+        export_prompts(tmp_path, designed[:1])
+    assert written.read_bytes() == before

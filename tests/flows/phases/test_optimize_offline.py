@@ -198,7 +198,8 @@ def test_a_skill_with_its_authors_evals_is_measured_on_them_and_a_broken_file_fa
     workspace = example_skills.parent / "luban-workspace" / "quick"
     saved = json.loads((workspace / "pr-review" / "test-prompts.json").read_text(encoding="utf-8"))
     assert [(p["id"], p["prompt"]) for p in saved] == [(c["id"], c["prompt"]) for c in cases]  # as written, all of them
-    assert saved[0]["expected"] == "a review\n- names the migration risk" and sum(p["held_out"] for p in saved) == 1
+    assert saved[0]["expected"] == "a review" and saved[0]["assertions"] == ["names the migration risk"]
+    assert sum(p["held_out"] for p in saved) == 1
     notices = result["notices"]
     assert any("pr-review: its author's 3 case(s) in evals/evals.json are its test prompts" in n for n in notices)
     broken = next(n for n in notices if n.startswith("db-migration: "))

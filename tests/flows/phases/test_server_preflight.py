@@ -136,9 +136,10 @@ def test_doctor_says_each_check_in_one_line_and_passes_on_a_server_that_can_serv
     assert lines[-1] == "all checks passed", lines
     assert [line.split(":")[0] for line in lines[:-1]] == [
         "ok   server", "ok   model judge-a", "ok   model target-m", "ok   model editor-e", "ok   structured output",
-        "ok   reply cap", "ok   speed", "ok   concurrency", "ok   judge", "ok   estimate"], lines
+        "ok   reply cap", "ok   speed", "ok   concurrency", "ok   judge", "ok   target files", "ok   estimate"], lines
     assert "json_object+schema" in lines[4] and "HTTP 500" in lines[4], lines[4]
-    assert "2 slot(s) (the server says)" in lines[7] and "1 skill(s), full mode, 5 round(s)" in lines[9], lines
+    assert "2 slot(s) (the server says)" in lines[7] and "1 skill(s), full mode, 5 round(s)" in lines[10], lines
+    assert "inline: asked to call read_file, the model answered in text" in lines[9], lines[9]
     assert len(schema_refusals) == 1  # negotiated once, never retried
     assert KEY not in result.stdout + result.stderr
 
