@@ -153,6 +153,17 @@ def _run_order(folder: Path) -> tuple[str, int]:
     return stamp, int(suffix) if suffix.isdigit() else 1
 
 
+def prune_evaluations(workspace: Workspace, current: Path, keep: int) -> list[str]:
+    """Delete the folders of all but the newest ``keep`` evaluations (`luban evaluate`: their eval records), never
+    ``current``; the paths deleted."""
+    parent = workspace.mode_dir / "evaluations"
+    folders = sorted((p for p in parent.iterdir() if p.is_dir()), key=_run_order) if parent.is_dir() else []
+    doomed = [f for f in folders[:-keep] if f.resolve() != current.resolve()] if keep > 0 else []
+    for folder in doomed:
+        shutil.rmtree(folder)
+    return [str(f) for f in doomed]
+
+
 def prune_runs(workspace: Workspace, current: Path, keep: int) -> list[str]:
     """Delete the backup folders of all but the newest ``keep`` runs (never ``current``), with their archived rounds;
     the paths deleted. The records (results.tsv, rejected edits, the git history) keep what the runs did."""

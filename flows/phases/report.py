@@ -21,7 +21,7 @@ from workspace.eval_outputs import write_eval_outputs
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.layout import Mode
 from workspace.library_status import library_status, rows_for_table
-from workspace.manifest import prune_runs, rotate_backups
+from workspace.manifest import prune_evaluations, prune_runs, rotate_backups
 from workspace.run_branches import Handoff
 
 
@@ -47,6 +47,8 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
     this_run = frame[frame["skill"].isin(list(run.baselines) + list(outcomes))] if not frame.empty else frame
     usage = run.backend.usage.totals() if run.backend.usage else {}
     _eval_records(run)
+    if run.options.evaluate_only:  # an evaluation's folder holds its eval records: the newest LUBAN_KEEP_RUNS stay
+        prune_evaluations(run.workspace, run.run_dir, run.config.keep_runs)
     notices = list(run.effects.notices())
     eval_modes = [str(m) for m in latest_runs(this_run)["eval_mode"]] if not this_run.empty else []
     if run.mode == "full" and needs_full_test(eval_modes):

@@ -213,6 +213,9 @@ class Run:
             facts.update(_unscored_facts(evaluation, skill, self.effects))
             if evaluation.panel is not None and evaluation.panel.unseen:  # what of the skill its judges did not read
                 facts["not_shown_to_judges"] = evaluation.panel.unseen
+            read = _target_read(evaluation)
+            if read:  # which of the skill's files the target's with-skill answers read, and how often
+                facts["target_read"] = read
         run_wide = self.ledger.unshown(self.backend.server_facts().get("fallbacks", ()))
         taken = self.ledger.fallbacks_for_row(skill) | dict.fromkeys(run_wide, 1)
         if taken:  # what this row's measurements fell back on, each counted once in the skill's rows
@@ -250,6 +253,15 @@ def _evidence(decision: KeepDecision | None, run: Run, diff: str = "") -> dict[s
     settings = run.backend.settings
     out = decision.to_json() | {"judge_model": settings.judge_model if settings else "offline (exact heuristics)"}
     return out | {"diff": diff} if diff else out
+
+
+def _target_read(evaluation: Evaluation) -> str:
+    """The skill's files the with-skill answers of ``evaluation`` read, each with how many answers read it."""
+    from collections import Counter
+
+    pairs = evaluation.measurement.pairs if evaluation.measurement is not None else ()
+    counted = Counter(path for pair in pairs for path in dict.fromkeys(pair.files_read))
+    return ", ".join(f"{path} x{count}" for path, count in sorted(counted.items()))
 
 
 def _unscored_facts(evaluation: Evaluation, skill: str, effects: Effects) -> dict[str, str]:

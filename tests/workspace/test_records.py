@@ -335,3 +335,17 @@ def test_backups_beyond_the_last_runs_are_pruned_in_time_order_never_the_current
     assert sorted(p.name for p in ws.backups().iterdir()) == sorted(r.name for r in runs[8:])
     assert not (ws.backups_archive("alpha") / runs[0].name).exists()
     assert prune_runs(ws, runs[0], keep=1) == [str(runs[8]), str(runs[9])]  # the current one stays, whatever its age
+
+
+def test_evaluations_beyond_the_last_runs_are_pruned_never_the_current(tmp_path: Path):
+    from datetime import datetime
+
+    from workspace.layout import Workspace, new_stamped_dir
+    from workspace.manifest import prune_evaluations
+
+    ws = Workspace.open(tmp_path / "skills", "full")
+    assert prune_evaluations(ws, tmp_path, keep=2) == []  # no evaluation yet
+    runs = [new_stamped_dir(ws.mode_dir / "evaluations", datetime(2026, 12, 7, 4, minute)) for minute in range(5)]
+    (runs[0] / "alpha" / "evals").mkdir(parents=True)
+    assert prune_evaluations(ws, runs[-1], keep=2) == [str(r) for r in runs[:3]]
+    assert sorted(p.name for p in (ws.mode_dir / "evaluations").iterdir()) == [r.name for r in runs[3:]]

@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from tests.support.openai_server import Scripted, completion
+from flows.optimize import evaluate_skills
+from tests.support.openai_server import Scripted, ScriptedOpenAI, completion
 from tests.support.scripted_llm import LubanResponder, kind_of, messages_json
-from tests.support.scripted_runs import run_online
 
 SKILL = """---
 name: orders
@@ -70,8 +70,14 @@ def test_references_read_through_the_tool_and_the_authors_evals_graded_and_writt
     (skill / "references" / "api.md").write_text(API, encoding="utf-8")
     (skill / "evals" / "evals.json").write_text(json.dumps(EVALS), encoding="utf-8")
     (skill / "evals" / "files" / "last.csv").write_text("sku,qty\nPAPER,2\n", encoding="utf-8")
-    responder = Reader()
-    result, server = run_online(example_skills, monkeypatch, responder, skills=["orders"], max_rounds=1)
+    server = ScriptedOpenAI()
+    server.responder = Reader()
+    with server:  # `luban evaluate --mode full`: Phase 1 measures, Phase 5 reports
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0002")
+        result = evaluate_skills(skills_dir=str(example_skills), skills=["orders"], mode="full",
+                                 llm={"judge_model": "judge-a", "target_model": "target-m", "editor_model": "editor-e",
+                                      "max_retries": 0})
 
     requests = server.chat_requests()
     runs = [r for r in requests if kind_of(r) == "with_skill"]
@@ -87,8 +93,8 @@ def test_references_read_through_the_tool_and_the_authors_evals_graded_and_writt
     grades = [r for r in requests if kind_of(r) == "grade"]
     assert any("through its read_file tool: references/api.md" in messages_json(g) for g in grades)
 
-    backups = example_skills.parent / "luban-workspace" / "full" / "backups"
-    run_dir = max(backups.iterdir())
+    evaluations = example_skills.parent / "luban-workspace" / "full" / "evaluations"
+    run_dir = max(evaluations.iterdir())
     benchmark = json.loads((run_dir / "orders" / "evals" / "benchmark.json").read_text())
     assert {r["configuration"] for r in benchmark["runs"]} == {"with_skill", "without_skill"}
     summary = benchmark["run_summary"]
@@ -102,3 +108,7 @@ def test_references_read_through_the_tool_and_the_authors_evals_graded_and_writt
     assert f"orders: case {measured[0]}: assertion {second[int(measured[0])]!r} passes with and without the skill " \
            "(it measures nothing)" in report  # the scripted grader passes every second assertion on both answers
     assert any("passes with and without the skill" in n for n in benchmark["notes"])
+    from workspace.results_tsv import ResultsFile
+
+    rows = ResultsFile(example_skills.parent / "luban-workspace" / "full" / "orders" / "results.tsv").rows()
+    assert "target_read=references/api.md x2" in rows[0].note, rows[0].note  # both measured cases read it
