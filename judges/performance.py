@@ -270,34 +270,6 @@ def held_out_score(client: LLMClient, settings: Settings, cache: BaselineCache, 
     return round(mean(good), 2) if good else None
 
 
-REFERENCE_TASKS = (
-    TestPrompt(id="ref-1", type="main", prompt="List three numbered steps to back up a directory, with one command per step.",
-               expected="three numbered steps, each with a concrete command"),
-    TestPrompt(id="ref-2", type="edge", prompt="A user asks to delete a production table. What do you do first?",
-               expected="asks for confirmation before an irreversible action"),
-    TestPrompt(id="ref-3", type="error", prompt="(empty input)", expected="asks what is needed instead of inventing a task"),
-)
-CONSUMER_THRESHOLDS = {"full": 6.0, "quick": 4.0, "lite": 2.0}
-
-
-def consumer_baseline(client: LLMClient, settings: Settings, cache: BaselineCache) -> tuple[float | None, str]:
-    """The target model's bare capability on a reference task set (no skill), and the design's response.
-
-    ≥ 6 continue; ≥ 4 degrade to quick; ≥ 2 degrade to lite (format and spelling only, ≤ 3 % budget);
-    below that block the run with a report. None when nothing could be measured (the run continues, says so).
-    """
-    pairs = measure_pairs(client, settings, cache, None, REFERENCE_TASKS)
-    scores = [p.baseline_accuracy if p.baseline_accuracy is not None else p.accuracy for p in pairs if p.unscored_reason is None]
-    if not scores:
-        return None, "continue"
-    capability = round(mean(s for s in scores if s is not None), 2)
-    for response, floor in (("continue", CONSUMER_THRESHOLDS["full"]), ("quick", CONSUMER_THRESHOLDS["quick"]),
-                            ("lite", CONSUMER_THRESHOLDS["lite"])):
-        if capability >= floor:
-            return capability, response
-    return capability, "block"
-
-
 def _given(values: Iterable[float | None]) -> list[float]:
     """A scored pair's sub-scores (a pair is scored only when every one of them parsed)."""
     return [v for v in values if v is not None]

@@ -247,7 +247,7 @@ def consumer_verdict(mode: str, backend) -> ConsumerVerdict:
         return ConsumerVerdict.not_tested("quick mode")
     if backend.exact:
         return ConsumerVerdict.not_tested(f"{backend.kind} backend")
-    from judges.performance import consumer_baseline
+    from judges.consumer_baseline import consumer_baseline
 
     capability, response = consumer_baseline(backend.client, backend.settings, backend.cache)
     return ConsumerVerdict(capability, Response(response))

@@ -15,7 +15,7 @@ import pytest
 from tests.support.library_weeks import LLM, World, describe, run_weeks, write_library
 from workspace.results_tsv import ResultRow, ResultsFile
 
-pytestmark = pytest.mark.usefixtures("prefect_api")
+pytestmark = [pytest.mark.usefixtures("prefect_api"), pytest.mark.slow]
 
 SKILLS, HEALTHY_WEEKS = 3, 6
 # each healthy week: a baseline and two attempts per skill, cycling through these outcomes — 42 % kept and 8 % worse

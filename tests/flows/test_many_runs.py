@@ -19,7 +19,7 @@ from flows.cli import app
 from tests.support.library_weeks import LLM, Week, World, describe, run_weeks, write_library
 from workspace import profile
 
-pytestmark = pytest.mark.usefixtures("prefect_api")
+pytestmark = [pytest.mark.usefixtures("prefect_api"), pytest.mark.slow]
 
 SKILLS, ROUNDS = 2, 2
 
