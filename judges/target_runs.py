@@ -43,8 +43,9 @@ def _fresh_baseline(client: LLMClient, settings: Settings, cache: BaselineCache,
 def _with_skill(client: LLMClient, settings: Settings, skill: TargetSkill | None, prompt: TestPrompt) -> TargetAnswer:
     if skill is not None:
         return answer_with_skill(client, settings, skill, prompt.prompt, prompt.files)
-    reply = client.chat("target:with_skill", settings.target_model, [{"role": "user", "content": prompt.prompt}],
-                        role=Role.TARGET)  # no skill (the consumer baseline): the bare model, uncached
+    # no skill (the consumer baseline): the bare model, uncached, asked as it always was (an empty system message)
+    reply = client.chat("target:with_skill", settings.target_model,
+                        [{"role": "system", "content": ""}, {"role": "user", "content": prompt.prompt}], role=Role.TARGET)
     return TargetAnswer(reply.text, reply.tokens_in, reply.tokens_out, reply.truncated, reply.seconds, access="")
 
 
