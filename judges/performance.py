@@ -140,7 +140,7 @@ def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, sk
             graded = parse_assertions(answer, prompt.assertions, with_reply.text, base.output)
             out_with = with_reply.tokens_out or count_tokens(with_reply.text, settings.target_model)[0]
             out_base = base.tokens_out or count_tokens(base.output, settings.target_model)[0]
-            in_with = with_reply.tokens_in or count_tokens(prompt.prompt, settings.target_model)[0]
+            in_with = with_reply.tokens_in or count_tokens((skill.text if skill else "") + prompt.prompt, settings.target_model)[0]
             in_base = base.tokens_in or count_tokens(prompt.prompt, settings.target_model)[0]
             return replace(ran, accuracy=_or(pass_share(graded), scores["accuracy"]),
                            baseline_accuracy=_or(pass_share(graded, baseline=True), scores["baseline_accuracy"]),
