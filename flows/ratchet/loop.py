@@ -99,6 +99,7 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
         run.inserted.add(inserted_units(text_before, edit, skill), skill)
         assert trial.evaluation is not None  # a kept trial was evaluated in full
         run.best[skill] = trial.evaluation
+        run.ledger.kept(skill, proposal.edited_text or "")  # compared from now on on samples its keep did not choose
         return
     status = Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
     if trial.outcome is Outcome.REJECT:

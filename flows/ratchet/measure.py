@@ -11,9 +11,11 @@ code version or the next sample of the same text always asks afresh — a cached
 sample would be the same noise twice, not a new measurement.
 
 The ``Ledger`` holds every sample of every text the run measured, keyed by
-the text's hash: the incumbent's samples accumulate across rounds (a kept
-candidate's samples become the new incumbent's), and the judges' noise is
-pooled over all of them (``scoring.keep_decision.pooled_noise``).
+the text's hash: the incumbent's samples accumulate across rounds, and the
+judges' noise is pooled over all of them (``scoring.keep_decision.pooled_noise``).
+A kept candidate's deciding samples count for its totals and the noise, but its
+next comparisons read only the samples taken after its keep (``Ledger.comparable``:
+samples read until they looked good enough lean high).
 """
 
 from __future__ import annotations
@@ -147,7 +149,12 @@ def measure_both(run: Run, skill: str, incumbent: str, candidate: str, plan: Sam
     first = resample_ahead(run, skill, candidate, plan.candidate_judges, plan.candidate_dim8)
     second = resample_ahead(run, skill, incumbent, plan.incumbent_judges, plan.incumbent_dim8)
     first.result(), second.result()
-    return run.ledger.of(skill, incumbent), run.ledger.of(skill, candidate)
+    return run.ledger.comparable(skill, incumbent), run.ledger.of(skill, candidate)
+
+
+def dim8_gone(run: Run, skill: str, kept: str) -> bool:
+    """The kept text has dim8 samples, but none a keep decision may read (they decided its keep): measure it anew."""
+    return run.ledger.of(skill, kept).n("dim8") > 0 and run.ledger.comparable(skill, kept).n("dim8") == 0
 
 
 def baseline(run: Run, skill: str, text: str) -> Evaluation:

@@ -68,7 +68,8 @@ def try_edit(run: Run, skill: str, round_no: int, before: str, after: str, targe
     diff = unified_diff(skill, before, after)
     try:
         evaluation_ahead = measure.evaluate_ahead(run, skill, after, ever_reverted, diff)
-        fresh = measure.resample_ahead(run, skill, before, run.policy.judges_per_step, False)  # re-measured, every round
+        fresh = measure.resample_ahead(run, skill, before, run.policy.judges_per_step,  # re-measured, every round
+                                       measure.dim8_gone(run, skill, before))
         evaluation = evaluation_ahead.result()
         fresh.result()
         gate = _gates(run, skill, round_no, evaluation)
@@ -80,7 +81,7 @@ def try_edit(run: Run, skill: str, round_no: int, before: str, after: str, targe
         return Trial(Outcome.ABANDON, stop=Stop.BUDGET, why=f"LLM budget reached before this edit could be decided: {err}",
                      calls=calls.spent(), diff=diff)
     outcome, reason, stop = settle(decision)
-    return Trial(outcome, decision, evaluation, run.ledger.of(skill, before), run.ledger.of(skill, after), reason, stop,
+    return Trial(outcome, decision, evaluation, run.ledger.comparable(skill, before), run.ledger.of(skill, after), reason, stop,
                  why=decision.reason, calls=calls.spent(), diff=diff)
 
 
@@ -94,7 +95,7 @@ def unified_diff(skill: str, before: str, after: str) -> str:
 def _sequential(run: Run, skill: str, before: str, after: str, target: str | None, min_looks: int,
                 writes_words: bool) -> Decision:
     """decide → measure what it asks for → decide again, up to the policy's cap."""
-    incumbent, candidate = run.ledger.of(skill, before), run.ledger.of(skill, after)
+    incumbent, candidate = run.ledger.comparable(skill, before), run.ledger.of(skill, after)
     for look in range(1, run.policy.max_looks + 1):
         decision = decide(incumbent, candidate, measure.noise(run), target, look, run.policy, min_looks, writes_words)
         plan = next_samples(decision, incumbent, candidate, run.policy)

@@ -22,10 +22,16 @@ class Ledger:
     Skills' rounds run in threads (--parallel, and a fanned-out batch taking its children's records back): one
     thread reads the judges' noise over every text while another adds samples. Every access holds the lock, and
     readers get copies, never the live dicts.
+
+    A kept text is compared afterwards on the samples taken after its keep (``comparable``): the samples that decided
+    the keep were read until they looked good enough, so they lean high (the winner's curse). Pooled into the next
+    comparison they made every later edit look worse on the dimensions the keep raised, which read as a kept gain
+    undone — a false oscillation guard. They still count for the run's totals and for the judges' noise.
     """
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str], Measured] = {}
+        self._since_kept: dict[tuple[str, str], Measured] = {}  # a kept text's samples taken after its keep
         self._held_out: dict[tuple[str, str], tuple[float, ...]] = {}
         self._taken: dict[tuple[str, str, str], int] = {}
         self._fallbacks: dict[str, Counter[str]] = {}
@@ -75,7 +81,23 @@ class Ledger:
         key = (skill, text_id(text))
         with self._lock:
             self._texts[key] = self._texts.get(key, Measured()).plus(samples)
+            if key in self._since_kept:
+                self._since_kept[key] = self._since_kept[key].plus(samples)
             return self._texts[key]
+
+    def kept(self, skill: str, text: str) -> None:
+        """``text`` was just kept: from now on it is compared on fresh samples (its exact dimensions carry over —
+        computed, not read, they cannot lean)."""
+        key = (skill, text_id(text))
+        with self._lock:
+            so_far = self._texts.get(key, Measured())
+            self._since_kept[key] = Measured.of({d: so_far.samples(d) for d in so_far.exact}, so_far.exact)
+
+    def comparable(self, skill: str, text: str) -> Measured:
+        """The samples a keep decision may read of ``text``: all of them, or for a kept text those after its keep."""
+        key = (skill, text_id(text))
+        with self._lock:
+            return self._since_kept.get(key, self._texts.get(key, Measured()))
 
     def of(self, skill: str, text: str) -> Measured:
         with self._lock:
@@ -106,6 +128,8 @@ class Ledger:
         with self._lock:
             return {"texts": [[tid, {"values": {d: list(v) for d, v in m.values}, "exact": sorted(m.exact)}]
                               for (s, tid), m in self._texts.items() if s == skill],
+                    "since_kept": [[tid, {"values": {d: list(v) for d, v in m.values}, "exact": sorted(m.exact)}]
+                                   for (s, tid), m in self._since_kept.items() if s == skill],
                     "held_out": [[tid, list(v)] for (s, tid), v in self._held_out.items() if s == skill],
                     "taken": [[kind, tid, n] for (kind, s, tid), n in self._taken.items() if s == skill],
                     "fallbacks": dict(self._fallbacks.get(skill, {}))}
@@ -115,9 +139,12 @@ class Ledger:
         its record holds them too); its fallbacks are already in the child's rows, so they count as shown."""
         with self._lock:
             self._texts = {k: v for k, v in self._texts.items() if k[0] != skill}
+            self._since_kept = {k: v for k, v in self._since_kept.items() if k[0] != skill}
             self._held_out = {k: v for k, v in self._held_out.items() if k[0] != skill}
             self._taken = {k: v for k, v in self._taken.items() if k[1] != skill}
             self._texts.update({(skill, tid): Measured.of(m["values"], m["exact"]) for tid, m in record["texts"]})
+            self._since_kept.update({(skill, tid): Measured.of(m["values"], m["exact"])
+                                     for tid, m in record.get("since_kept", [])})
             self._held_out.update({(skill, tid): tuple(v) for tid, v in record["held_out"]})
             self._taken.update({(kind, skill, tid): n for kind, tid, n in record["taken"]})
             self._fallbacks[skill] = Counter(record.get("fallbacks", {}))

@@ -123,7 +123,8 @@ class Run:
         return counts
 
     def incumbent(self, skill: str) -> Measured:
-        """The kept text's samples so far (they accumulate across rounds: it is re-measured every round)."""
+        """The kept text's samples so far (they accumulate across rounds: it is re-measured every round); a keep decision
+        reads ``ledger.comparable`` instead."""
         return self.ledger.of(skill, self.workspace.skill_file(skill).read_text(encoding="utf-8"))
 
     def incumbent_total(self, skill: str) -> float:

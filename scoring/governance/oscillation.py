@@ -2,7 +2,10 @@
 
 A dimension oscillates in a skill when a kept edit *established* a gain on it (its evidence: the gain's lower
 bound above 0) and the edits kept after it lowered it again beyond noise: their differences on that dimension add
-up to at least the established part of the gain, and the sum's upper bound (z·√Σse²) is below 0. A rejected
+up to at least the established part of the gain, and the sum's upper bound is below 0: each difference's own margin
+(its recorded upper bound minus its Δ — the keep decision's, with the df its se was estimated from), added in
+quadrature. A bound recomputed as z·se once put a neutral edit's −0.6 down as a gain undone: its se (0.12) came from
+three df, and the keep decision's own upper bound for it was +0.47. A rejected
 candidate's means say nothing here — under any judge noise every dimension's recorded score moves both ways, which
 is what put every judged dimension under a guard after one run when this read the rows' scores.
 
@@ -20,7 +23,7 @@ from scoring.keep_values import JUDGE_DIMS
 from scoring.samples import quantile
 
 WINDOW = 5  # runs of a skill read for oscillation; as long as a guard lasts (workspace/profile.py GUARD_RUNS)
-Z = quantile(0.05 / (len(JUDGE_DIMS) + 1), None)  # one-sided, over the judged dimensions and dim8
+ALPHA = 0.05 / (len(JUDGE_DIMS) + 1)  # one-sided, over the judged dimensions and dim8
 
 
 def _dims(cell: object) -> dict[str, dict]:
@@ -49,10 +52,18 @@ def undone_gains(kept: Iterable[dict[str, dict]]) -> set[str]:
             later = [e[dim] for e in edits[index + 1:] if dim in e and _number(e[dim].get("delta")) is not None
                      and _number(e[dim].get("se")) is not None]
             total = sum(float(e["delta"]) for e in later)
-            spread = math.sqrt(sum(float(e["se"]) ** 2 for e in later))
-            if later and total <= -lower and total + Z * spread < 0:
+            margin = math.sqrt(sum(_margin(e) ** 2 for e in later))
+            if later and total <= -lower and total + margin < 0:
                 found.add(dim)
     return found
+
+
+def _margin(seen: dict) -> float:
+    """How far above its Δ a difference may truly lie: its recorded upper bound's margin, else t (or z) × se."""
+    delta, upper, df = float(seen["delta"]), _number(seen.get("upper")), _number(seen.get("df"))
+    if upper is not None:
+        return max(upper - delta, 0.0)
+    return quantile(ALPHA, int(df) if df is not None and df >= 1 else None) * float(seen["se"])
 
 
 def oscillations(frame, window: int) -> dict[str, tuple[str, ...]]:

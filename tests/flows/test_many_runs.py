@@ -65,7 +65,15 @@ def test_steady_weeks_keep_improving_and_never_freeze(tmp_path: Path):
     escalated = [a for w in steady for a in w.alerts if a.split(": ", 1)[1].startswith(("pause", "freeze"))]
     assert escalated == [], story
     held = steady[-1].profile
-    assert held.get("frozen") == {} and len(held.get("paused", {})) <= 1 and held.get("oscillation_guard") == [], story
+    assert held.get("frozen") == {} and len(held.get("paused", {})) <= 1, story
+    # an oscillation guard is a false alarm here too: rare, and over when its term is (it holds diagnosis off one
+    # dimension of one skill for GUARD_RUNS of that skill's runs); the rate is benchmarks/weekly_runs.py's
+    guards: dict[tuple[str, str], list[int]] = {}
+    for week in steady:
+        for guard in week.profile.get("oscillation_guard", []):
+            if set(guard["skills"]) & set(week.attempted):
+                guards.setdefault((guard["dim"], guard["since"]), []).append(week.number)
+    assert len(guards) <= 1 and all(len(w) <= profile.GUARD_RUNS + 1 for w in guards.values()), (guards, story)
     assert all(w.started_on == "main" for w in weeks), story
     assert all((w.summary["handoff"] or {}).get("base") == "main" for w in weeks), story
     assert all(len(w.branches) <= 1 for w in weeks), story  # the merged one, until the next run deletes it

@@ -8,7 +8,10 @@ import random
 import pandas as pd
 import pytest
 
-from scoring.governance.oscillation import Z, oscillations, undone_gains
+from scoring.governance.oscillation import ALPHA, oscillations, undone_gains
+from scoring.samples import quantile
+
+Z = quantile(ALPHA, None)
 
 
 def gain(dim: str, delta: float, se: float = 0.3) -> dict:
@@ -31,6 +34,16 @@ def test_a_gain_undone_beyond_noise_by_later_keeps_oscillates():
 ])
 def test_what_does_not_undo_a_gain(later):
     assert undone_gains([gain("dim3", 1.5), *later]) == set()
+
+
+def test_a_later_difference_is_read_with_its_own_bound_not_a_normal_one():
+    """Seen in the twelve-week test: a neutral edit kept a week after a dim8 'gain' read −0.625 with se 0.115 — an se
+    from three df, whose keep decision put the upper bound at +0.466. z·se said undone; its own bound says noise."""
+    established = {"dim8": {"delta": 0.695, "se": 0.159, "df": 11, "lower": 0.093, "upper": 1.313, "status": "gain"}}
+    later = {"dim8": {"delta": -0.625, "se": 0.115, "df": 3, "lower": -2.807, "upper": 0.466, "status": "within"}}
+    assert undone_gains([established, later]) == set()
+    sure = {"dim8": later["dim8"] | {"upper": -0.2}}  # the same Δ, bounded below 0 by its own decision: undone
+    assert undone_gains([established, sure]) == {"dim8"}
 
 
 def test_an_exact_dimension_or_an_unestablished_rise_is_not_a_gain_to_undo():

@@ -22,15 +22,17 @@ NOISE = ("Traceback", "EventsWorker", "Unable to connect", "Connection refused",
 
 
 class SlowResponder(LubanResponder):
-    """Valid replies, each after ``latency`` seconds: a run long enough to be interrupted in the middle."""
+    """Valid replies, each after ``latency`` seconds from the first call of kind ``slow_from`` on (every call, without
+    one): a run long enough to be interrupted in the middle, which gets there without waiting on the calls before."""
 
-    def __init__(self, latency: float):
+    def __init__(self, latency: float, slow_from: str | None = None):
         super().__init__()
-        self.latency = latency
+        self.latency, self.slow_from, self.slow = latency, slow_from, slow_from is None
 
     def __call__(self, request: Request) -> Scripted:
         scripted = super().__call__(request)
-        scripted.delay = self.latency
+        self.slow = self.slow or kind_of(request) == self.slow_from
+        scripted.delay = self.latency if self.slow else 0.0
         return scripted
 
 
@@ -56,7 +58,7 @@ def test_the_first_ctrl_c_stops_at_once_says_what_was_kept_and_resume_finishes(e
     command = [str(BIN / "luban"), "optimize", "pr-review", "--skills-dir", str(example_skills), "--mode", "full",
                "--init-git", "--approval", "auto", "--max-rounds", "3"]
     server = ScriptedOpenAI()
-    server.responder = SlowResponder(latency=0.3)
+    server.responder = SlowResponder(latency=0.3, slow_from="propose")
     with server:
         terminal = Terminal(command, online_env(server))
         try:
@@ -155,13 +157,13 @@ def test_sigterm_in_the_middle_of_phase_2_stops_like_ctrl_c_and_resume_finishes(
 
 
 def terminated(command: list[str], latency: float, when: str) -> tuple[int, str, str, float]:
-    """The command against a server answering every call after ``latency`` s, sent SIGTERM once a call of kind
-    ``when`` arrives: (status, stdout, stderr, seconds from the signal to the exit)."""
+    """The command against a server answering every call from the first of kind ``when`` on after ``latency`` s, sent
+    SIGTERM once that call arrives: (status, stdout, stderr, seconds from the signal to the exit)."""
     import signal
     import subprocess
 
     server = ScriptedOpenAI()
-    server.responder = SlowResponder(latency=latency)
+    server.responder = SlowResponder(latency=latency, slow_from=when)
     with server:
         process = subprocess.Popen(command, env=online_env(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -175,3 +175,23 @@ def test_a_neutral_edit_whose_very_text_a_fixed_judge_likes_is_not_kept(example_
     assert attempt.status == "revert", attempt.evidence
     assert read.count(judges.lucky) == 1 and len(set(read)) == len(read)  # every judge call read a text of its own
     assert sum(same_skill(t, judges.lucky) for t in read) >= 4
+
+
+def test_a_kept_text_is_compared_next_round_on_samples_taken_after_its_keep(example_skills: Path, monkeypatch):
+    """The samples that decided a keep were read until they looked good (they lean high): round 2 compares against
+    the kept text's later samples only — every judge call on it, less those that decided round 1."""
+    judges = NoisyJudges(sigma=0.6)
+    judges.plant(HELPFUL, "dim5", +1.2)
+    judges.plant(SECOND, "dim3", 0.0)  # round 2: a neutral edit on top of the kept one
+    server = ScriptedOpenAI()
+    server.responder = judges
+    with server:
+        optimize(example_skills, server, monkeypatch, max_rounds=2)
+        on_kept = sum(kind_of(r) == "judge" and HELPFUL in skill_in(r) and SECOND not in skill_in(r)
+                      for r in server.chat_requests())
+    rows = [r for r in history(example_skills) if r.round in (1, 2) and r.evidence]
+    first, second = rows[0], rows[1]
+    assert first.status == "keep" and second.round == 2, [(r.round, r.status) for r in rows]
+    deciding = first.evidence["dims"]["dim5"]["n"][0]  # the kept candidate's samples
+    compared = second.evidence["dims"]["dim5"]["n"][1]  # the incumbent's, in round 2
+    assert compared == on_kept - deciding and compared >= KeepPolicy().judges_per_step, (on_kept, deciding, compared)

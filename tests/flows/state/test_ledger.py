@@ -61,3 +61,21 @@ def test_a_childs_samples_come_back_whole_and_replace_only_its_skills():
     assert batch.of("beta", "kept text").samples("dim2") == (7.5, 7.0)  # the other skill's samples stay the batch's
     assert batch.held_out_of("beta", "kept text") == (6.5, 8.0)
     assert batch.fallbacks_for_row("alpha") == {} and batch.fallbacks_for_row("beta") == {"judge unscored: truncated": 2}
+
+
+def test_a_kept_text_is_compared_on_samples_its_keep_did_not_choose():
+    """The samples that decided a keep lean high (read until they looked good): the next decision reads the kept
+    text's later samples only, while its totals and the judges' noise still count every sample."""
+    ledger = Ledger()
+    ledger.add("alpha", "kept text", Measured.of({"dim2": [9.0, 8.5], "dim8": [9.0], "dim1": [8.0]}, exact=["dim1"]))
+    assert ledger.comparable("alpha", "kept text") == ledger.of("alpha", "kept text")  # not kept yet: every sample
+    ledger.kept("alpha", "kept text")
+    assert ledger.comparable("alpha", "kept text") == Measured.of({"dim1": [8.0]}, exact=["dim1"])  # exact carries over
+    ledger.add("alpha", "kept text", Measured.of({"dim2": [6.5]}))
+    assert ledger.comparable("alpha", "kept text").samples("dim2") == (6.5,)
+    assert ledger.of("alpha", "kept text").samples("dim2") == (9.0, 8.5, 6.5)
+    assert ledger.noise()["dim2"].df == 2
+    assert ledger.comparable("alpha", "other text") == Measured()
+    batch = Ledger()
+    batch.replace("alpha", json.loads(json.dumps(ledger.record("alpha"))))  # a fanned-out child hands it back
+    assert batch.comparable("alpha", "kept text") == ledger.comparable("alpha", "kept text")
