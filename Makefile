@@ -110,12 +110,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
-# The ten slowest tests are printed: the suite's time is watched, not guessed. LUBAN_REAL_MODEL_REQUIRED: the
+# The ten slowest tests are printed: the suite's time is watched, not guessed. --dist worksteal: an idle worker takes
+# tests still queued on another, so a minute-long flow test queued behind others is not the pass's tail (9:19 → 8:25). LUBAN_REAL_MODEL_REQUIRED: the
 # real-model tests fail, rather than skip, when the server or the model is missing.
 # The real-model tests run after the rest, with the machine to themselves: a 135M model on 2 cores is CPU-bound,
 # and their timings are part of what they check.
 test: $(STAMP) $(JUNIT_XSD) real-model browser lint
-	$(BIN)/python -m pytest -n 4 --durations=10 -m "not real_model"
+	$(BIN)/python -m pytest -n 4 --dist worksteal --durations=10 -m "not real_model"
 	LUBAN_REAL_MODEL_REQUIRED=1 $(BIN)/python -m pytest --durations=10 -m real_model
 
 # The full pipeline on a scratch copy of skills/ (git-ignored), offline, approvals automatic.

@@ -27,7 +27,7 @@ from judges.settings import Settings
 from judges.structure_judge import Panel, Verdict
 from judges.usage import Usage
 from scoring.document import decode, normalize_text, parse
-from scoring.edits import Edit
+from scoring.edits import SKILL_FILE, Edit
 from scoring.model import DimensionScore, SkillScore
 from scoring.rubric import Mode, score_document
 from scoring.skill_view import SourceFile
@@ -97,12 +97,19 @@ class ProposalRequest:
     rationales: tuple[str, ...] = ()
     active_rejections: tuple[str, ...] = ()  # short descriptions of rejected edits, for the prompt
     meta_hints: tuple[str, ...] = ()
-    is_rejected: Callable[[str, str], bool] = field(default=lambda old, new: False, compare=False)
+    is_rejected: Callable[[str, str, str], bool] = field(default=lambda old, new, file: False, compare=False)
     budget: float = 0.10
     allow_rename: bool = False  # a person's opt-in: the frontmatter name may change
     # the lines an edit inserts (normalized) -> the other skill that already received them or nearly the same lines
     # in the run, and how alike ("" when none): boilerplate is refused
     inserted_elsewhere: Callable[[tuple[str, ...]], str] = field(default=lambda units: "", compare=False)
+    # the Markdown files SKILL.md references that an edit may change instead, (path in the skill, text); none in quick
+    # mode, whose snapshot ratchet keeps SKILL.md alone
+    references: tuple[tuple[str, str], ...] = ()
+
+    def text_of(self, file: str) -> str | None:
+        """The text an edit of ``file`` applies to: SKILL.md's, a referenced file's, or None (not a file it may change)."""
+        return self.text if file == SKILL_FILE else dict(self.references).get(file)
 
 
 class BackendKind(StrEnum):

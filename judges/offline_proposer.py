@@ -27,7 +27,7 @@ def verified_candidates(backend, request) -> list[Edit]:
             edited = apply_edit(text, edit)
         except EditRefused:
             continue
-        if not check_budget(text, edited, request.budget).within or request.is_rejected(edit.old, edit.new):
+        if not check_budget(text, edited, request.budget).within or request.is_rejected(edit.old, edit.new, edit.file):
             continue
         after = backend.evaluate(edited, request.skill_name, request.files, "quick", [])
         target = edit.target_dim

@@ -1,6 +1,7 @@
 """One proposed edit, applied exactly or refused, and measured against the edit budget.
 
-An edit replaces ``old`` — an exact substring that occurs once — with ``new``;
+An edit changes one file of the skill (``file``: SKILL.md, or a Markdown file SKILL.md references). It
+replaces ``old`` — an exact substring that occurs once — with ``new``;
 or, with ``old`` empty, inserts ``new`` right after ``anchor`` (also exact and
 unique), or at the end when both are empty. Nothing is applied fuzzily: an
 edit that does not fit the text is refused with the reason.
@@ -18,6 +19,7 @@ from rapidfuzz.distance import Levenshtein
 
 DEFAULT_BUDGET = 0.10
 SIZE_CAP = 1.5
+SKILL_FILE = "SKILL.md"  # what an edit changes unless it names one of the Markdown files SKILL.md references
 
 
 class EditRefused(ValueError):
@@ -33,10 +35,12 @@ class Edit:
     expected_gain: float = 0.0
     anchor: str = ""
     strategy: str = ""  # which proposer strategy produced it, for meta-learning
+    file: str = SKILL_FILE  # the skill's file it changes, relative to the skill's folder (one file per edit)
 
     def describe(self) -> str:
         what = self.strategy or self.target_dim
-        return f"{what}: {self.rationale}" if self.rationale else what
+        where = "" if self.file == SKILL_FILE else f" in {self.file}"
+        return f"{what}{where}: {self.rationale}" if self.rationale else f"{what}{where}"
 
 
 def apply_edit(text: str, edit: Edit) -> str:

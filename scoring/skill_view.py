@@ -10,6 +10,7 @@ dropped.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -80,3 +81,12 @@ def _under(target: str, paths: dict[str, SourceFile]) -> list[str]:
     if target in paths:
         return [target]
     return sorted(p for p in paths if target and p.startswith(target + "/"))
+
+
+def sources_digest(sources: tuple[SourceFile, ...]) -> str:
+    """What the judges read besides SKILL.md, in one hash: part of a measurement's cache key and of a version's name
+    (a changed reference is a new measurement, and another version)."""
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(f"{source.path}\0{source.text if source.text is not None else source.why_not}\0".encode())
+    return digest.hexdigest()

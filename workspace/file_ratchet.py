@@ -23,6 +23,7 @@ from pathlib import Path
 
 from workspace.atomic import DEFAULT_OPS, FileOps, MoveBlocked, atomic_write, move_into_place, remove_stale_temps
 from workspace.layout import Workspace, new_stamped_dir
+from workspace.skill_source import SKILL_FILE
 
 GIB = 1024**3
 READONLY_FILE = "readonly.json"
@@ -31,6 +32,11 @@ MAX_READONLY_SESSIONS = 30
 
 class RollbackBlocked(OSError):
     """``rollback_blocked``: the kept version could not be restored; the skill is now read-only."""
+
+
+def _skill_md_only(file: str) -> None:
+    if file != SKILL_FILE:  # the flows offer edits of other files only with git (proposal_requests)
+        raise ValueError(f"quick mode keeps snapshots of SKILL.md alone: it cannot edit {file} (use --mode full)")
 
 
 class ReadOnlySkill(PermissionError):
@@ -77,21 +83,25 @@ class FileRatchet:
     def rolled_back_path(self, skill: str) -> Path:
         return self.workspace.skill_state(skill) / "SKILL.md.rolled_back"
 
-    def write_skill(self, skill: str, text: str | bytes) -> None:
+    def write_skill(self, skill: str, text: str | bytes, file: str = SKILL_FILE) -> None:
         """The one way an edit reaches a SKILL.md: atomic, and refused under read-only protection."""
+        _skill_md_only(file)
         ensure_writable(self.workspace, skill)
         atomic_write(self.workspace.skill_file(skill), text, self.ops)
 
-    def pre_edit(self, skill: str) -> str:
+    def pre_edit(self, skill: str, file: str = SKILL_FILE) -> str:
         """The current SKILL.md is already the kept version; return its snapshot path."""
+        _skill_md_only(file)
         ensure_writable(self.workspace, skill)
         return str(self.kept_path(skill))
 
-    def keep(self, skill: str, delta: float, dim: str, edit: dict | None = None) -> str:
+    def keep(self, skill: str, delta: float, dim: str, edit: dict | None = None, file: str = SKILL_FILE) -> str:
+        _skill_md_only(file)
         atomic_write(self.kept_path(skill), self.workspace.skill_file(skill).read_bytes(), self.ops)
         return str(self.kept_path(skill))
 
-    def rollback(self, skill: str) -> str:
+    def rollback(self, skill: str, file: str = SKILL_FILE) -> str:
+        _skill_md_only(file)
         return self._restore(skill, self.kept_path(skill))
 
     def original_text(self, skill: str) -> bytes:
@@ -100,7 +110,8 @@ class FileRatchet:
     def head_sha(self) -> str:
         return ""  # the kept versions are files, not commits
 
-    def kept_text(self, skill: str) -> tuple[bytes | None, str]:
+    def kept_text(self, skill: str, file: str = SKILL_FILE) -> tuple[bytes | None, str]:
+        _skill_md_only(file)
         path = self.kept_path(skill)
         return (path.read_bytes() if path.exists() else None), ""
 

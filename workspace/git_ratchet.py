@@ -1,9 +1,10 @@
 """The git side of the ratchet (full mode): every change keepable or reversible at any instant.
 
-Each operation touches exactly one path, ``<skill>/SKILL.md``: commits are made
-with ``git commit --only -- <path>`` so files the user staged for other reasons
-stay staged and uncommitted, and a rollback is ``git checkout <rev> -- <path>``,
-never ``reset --hard``.
+An edit's operations touch exactly one path, the file it changes (``<skill>/SKILL.md``, or a
+Markdown file SKILL.md references): commits are made with ``git commit --only -- <path>`` so
+files the user staged for other reasons stay staged and uncommitted, and a rollback is
+``git checkout <rev> -- <path>``, never ``reset --hard``. Undoing a keep and restoring the
+original work on the skill's folder, whichever of its files the keeps changed.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from workspace.git_repository import (
 )
 from workspace.layout import Workspace, stamped_names
 from workspace.lock import held_by, repository_lock
+from workspace.skill_source import SKILL_FILE
 
 EDIT_TRAILER = "Luban-Edit:"
 _SUBJECT_TAIL = re.compile(r" (\+-?[0-9.]+ \[[^\]]*\]|\(undo [0-9a-f]+\))$")  # after the skill: a keep's gain, an undo's target
@@ -67,9 +69,9 @@ class GitRatchet:
     original: str  # the commit the run started from
     skills: list[str] = field(default_factory=list)
     base: str | None = None  # the branch the run started on (None: a detached HEAD), where its hand-off merges
-    # What HEAD holds for each SKILL.md this ratchet committed or checked out: a pre-edit commit of an
+    # What HEAD holds for each (skill, file) this ratchet committed or checked out: a pre-edit commit of an
     # unchanged file is skipped (one commit fewer per round); a file changed since, by anyone, is committed.
-    _at_head: dict[str, bytes] = field(default_factory=dict, repr=False)
+    _at_head: dict[tuple[str, str], bytes] = field(default_factory=dict, repr=False)
     _identity: dict[str, str] | None = field(default=None, repr=False)
     # GitPython reads objects through one long-lived `git cat-file` pipe per Repo, which two threads must not share
     # (--parallel records several skills' baseline rows at once): reads of HEAD from the run take this lock.
@@ -111,8 +113,8 @@ class GitRatchet:
         undone = []
         for skill in skills:
             remove_stale_temps(workspace.skill_file(skill).parent)
-            if dirty_files(repo, workspace.skill_file(skill)):
-                ratchet.rollback(skill)
+            if dirty_files(repo, workspace.skill_file(skill).parent):  # an edit of SKILL.md or of a file it references
+                repo.git.checkout(repo.head.commit.hexsha, "--", ratchet._folder(skill))
                 undone.append(skill)
         return ratchet, undone
 
@@ -124,40 +126,49 @@ class GitRatchet:
     def git(self) -> GitRatchet:
         return self
 
-    def kept_text(self, skill: str) -> tuple[bytes | None, str]:
-        return self.committed_text(skill), self.last_commit(skill)[:12]
+    def kept_text(self, skill: str, file: str = SKILL_FILE) -> tuple[bytes | None, str]:
+        return self.committed_text(skill, file=file), self.last_commit(skill)[:12]
 
-    def _path(self, skill: str) -> str:
-        return os.path.relpath(self.workspace.skill_file(skill), self.repo.working_tree_dir)
+    def _file(self, skill: str, file: str) -> Path:
+        return self.workspace.skill_file(skill).parent / file
 
-    def _commit_only(self, skill: str, message: str) -> str:
-        path = self._path(skill)
+    def _path(self, skill: str, file: str = SKILL_FILE) -> str:
+        return os.path.relpath(self._file(skill, file), self.repo.working_tree_dir)
+
+    def _folder(self, skill: str) -> str:
+        return os.path.relpath(self.workspace.skill_file(skill).parent, self.repo.working_tree_dir)
+
+    def _commit_only(self, skill: str, message: str, path: str) -> str:
         if self._identity is None:  # asked once per run: each question is a git process
             self._identity = identity_env(self.repo)
         self.repo.git.add("--", path)
         with self.repo.git.custom_environment(**self._identity):
             self.repo.git.commit("--allow-empty", "--no-verify", "-m", message, "--only", "--", path)
-        self._remember(skill)
+        self._at_head = {k: v for k, v in self._at_head.items() if k[0] != skill}  # a folder commit: read again
         return self.repo.head.commit.hexsha
 
-    def _remember(self, skill: str) -> None:
-        self._at_head[skill] = self.workspace.skill_file(skill).read_bytes()
+    def _remember(self, skill: str, file: str) -> None:
+        self._at_head[skill, file] = self._file(skill, file).read_bytes()
 
-    def write_skill(self, skill: str, text: str | bytes) -> None:
-        """The one way an edit reaches a SKILL.md: an atomic write of that one file."""
-        atomic_write(self.workspace.skill_file(skill), text)
+    def write_skill(self, skill: str, text: str | bytes, file: str = SKILL_FILE) -> None:
+        """The one way an edit reaches a skill's file: an atomic write of that one file."""
+        atomic_write(self._file(skill, file), text)
 
-    def pre_edit(self, skill: str) -> str:
-        """Commit the current SKILL.md so the edit that follows can always be undone (unless HEAD has it already)."""
-        if self._at_head.get(skill) == self.workspace.skill_file(skill).read_bytes():
+    def pre_edit(self, skill: str, file: str = SKILL_FILE) -> str:
+        """Commit the file as it is so the edit that follows can always be undone (unless HEAD has it already)."""
+        if self._at_head.get((skill, file)) == self._file(skill, file).read_bytes():
             return self.repo.head.commit.hexsha
-        return self._commit_only(skill, f"{CommitKind.PRE_EDIT}: {skill}")
+        sha = self._commit_only(skill, f"{CommitKind.PRE_EDIT}: {skill}", self._path(skill, file))
+        self._remember(skill, file)
+        return sha
 
-    def keep(self, skill: str, delta: float, dim: str, edit: dict[str, Any] | None = None) -> str:
-        """Commit the kept version; the edit rides in the message (``Luban-Edit:``), so the run's kept edits can be
-        read back from git after any interruption (held-out Step B rejects the very edit it undoes)."""
+    def keep(self, skill: str, delta: float, dim: str, edit: dict[str, Any] | None = None, file: str = SKILL_FILE) -> str:
+        """Commit the kept version of the edited file; the edit rides in the message (``Luban-Edit:``), so the run's
+        kept edits can be read back from git after any interruption (held-out Step B rejects the very edit it undoes)."""
         trailer = f"\n\n{EDIT_TRAILER} {json.dumps(edit, sort_keys=True)}" if edit else ""
-        return self._commit_only(skill, f"{CommitKind.OPTIMIZE}: {skill} +{delta:.1f} [{dim}]{trailer}")
+        sha = self._commit_only(skill, f"{CommitKind.OPTIMIZE}: {skill} +{delta:.1f} [{dim}]{trailer}", self._path(skill, file))
+        self._remember(skill, file)
+        return sha
 
     def history(self) -> list[LubanCommit]:
         """This run's commits on its branch, oldest first: what was kept, undone and restored, and with which edit."""
@@ -172,35 +183,42 @@ class GitRatchet:
         return found
 
     def last_commit(self, skill: str) -> str:
-        """The newest commit that changed this skill's file (the keep a pending row belongs to)."""
-        return next(self.repo.iter_commits("HEAD", paths=self._path(skill), max_count=1)).hexsha
+        """The newest commit that changed this skill's files (the keep a pending row belongs to)."""
+        return next(self.repo.iter_commits("HEAD", paths=self._folder(skill), max_count=1)).hexsha
 
-    def rollback(self, skill: str) -> str:
+    def rollback(self, skill: str, file: str = SKILL_FILE) -> str:
         """Put back the last committed (kept) version of this one file; commits nothing."""
         head = self.repo.head.commit.hexsha
-        self.repo.git.checkout(head, "--", self._path(skill))
-        self._remember(skill)
+        self.repo.git.checkout(head, "--", self._path(skill, file))
+        self._remember(skill, file)
         return head
 
     def rollback_to_previous_keep(self, skill: str) -> str:
-        """Undo the last kept edit (held-out Step B): the file as it was before that keep, committed."""
-        path = self._path(skill)
-        for commit in self.repo.iter_commits(f"{self.original}..HEAD", paths=path):
+        """Undo the last kept edit (held-out Step B): the skill's files as they were before that keep, committed."""
+        folder = self._folder(skill)
+        for commit in self.repo.iter_commits(f"{self.original}..HEAD", paths=folder):
             if str(commit.message).startswith(f"{CommitKind.OPTIMIZE}: {skill} "):
-                self.repo.git.checkout(f"{commit.hexsha}^", "--", path)
-                return self._commit_only(skill, f"{CommitKind.HELD_OUT_ROLLBACK}: {skill} (undo {commit.hexsha[:12]})")
+                self.repo.git.checkout(f"{commit.hexsha}^", "--", *self._changed_by(commit.hexsha, folder))
+                return self._commit_only(skill, f"{CommitKind.HELD_OUT_ROLLBACK}: {skill} (undo {commit.hexsha[:12]})",
+                                         folder)
         return self.repo.head.commit.hexsha  # nothing kept in this run: nothing to undo
+
+    def _changed_by(self, sha: str, folder: str) -> list[str]:
+        """The paths under ``folder`` a commit changed (a keep changes one file)."""
+        changed = self.repo.git.diff_tree("--no-commit-id", "--name-only", "-r", sha, "--", folder)
+        return [line for line in changed.splitlines() if line] or [folder]
 
     def restore_original(self, skill: str) -> str:
         """Return the skill to its state before the run, recorded as a commit on the run branch."""
-        self.repo.git.checkout(self.original, "--", self._path(skill))
-        return self._commit_only(skill, f"{CommitKind.RESTORE_ORIGINAL}: {skill}")
+        folder = self._folder(skill)
+        self.repo.git.checkout(self.original, "--", folder)
+        return self._commit_only(skill, f"{CommitKind.RESTORE_ORIGINAL}: {skill}", folder)
 
     def original_text(self, skill: str) -> bytes:
         return self.committed_text(skill, self.original)
 
-    def committed_text(self, skill: str, rev: str = "HEAD") -> bytes:
-        blob = self.repo.commit(rev).tree / self._path(skill).replace(os.sep, "/")
+    def committed_text(self, skill: str, rev: str = "HEAD", file: str = SKILL_FILE) -> bytes:
+        blob = self.repo.commit(rev).tree / self._path(skill, file).replace(os.sep, "/")
         return blob.data_stream.read()
 
 

@@ -118,10 +118,14 @@ class ManifestWriter:
         atomic_write(self.path, self.manifest.model_dump_json(indent=2) + "\n")
 
 
-def save_round_backup(run_dir: Path, skill: str, round_number: int, data: bytes, kind: str = "modified") -> Path:
+def save_round_backup(run_dir: Path, skill: str, round_number: int, data: bytes, kind: str = "modified",
+                      file: str = "SKILL.md") -> Path:
     """``kind``: "modified" (the version a round ended with) or "candidate" (an edit saved before it is
-    written, so a crash between writing and scoring leaves no version on disk that exists nowhere else)."""
+    written, so a crash between writing and scoring leaves no version on disk that exists nowhere else); ``file``:
+    the skill's file the data is (a candidate of a referenced file is saved under its path, / as __)."""
     name = "baseline.md" if round_number == 0 else f"round{round_number}-{kind}.md"
+    if file != "SKILL.md":
+        name = f"round{round_number}-{kind}.{file.replace('/', '__')}"
     target = run_dir / skill / name
     atomic_write(target, data)
     return target

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +37,13 @@ class PendingKeep:
     row: ResultRow  # a keep's row is complete but for the commit column, which only the keep itself can give
     kept_sha256: str = ""  # a keep: the text being kept
     rejected_sha256: str = ""  # a rejection: the edit going into rejected_edits.md
+    file: str = "SKILL.md"  # the skill's file whose kept text ``kept_sha256`` is
 
     def save(self, results_tsv: Path) -> None:
         atomic_write(pending_path(results_tsv), json.dumps({"row": self.row.to_line().split("\t"),
                                                             "kept_sha256": self.kept_sha256,
-                                                            "rejected_sha256": self.rejected_sha256}) + "\n")
+                                                            "rejected_sha256": self.rejected_sha256,
+                                                            "file": self.file}) + "\n")
 
 
 def load(results_tsv: Path) -> PendingKeep | None:
@@ -50,7 +53,8 @@ def load(results_tsv: Path) -> PendingKeep | None:
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return PendingKeep(ResultRow.from_cells(list(data["row"])), str(data["kept_sha256"]), str(data.get("rejected_sha256", "")))
+        return PendingKeep(ResultRow.from_cells(list(data["row"])), str(data["kept_sha256"]), str(data.get("rejected_sha256", "")),
+                           str(data.get("file", "SKILL.md")))
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{path}: not a pending keep Luban wrote ({err}); move it away and resume again") from None
 
@@ -59,14 +63,16 @@ def clear(results_tsv: Path) -> None:
     pending_path(results_tsv).unlink(missing_ok=True)
 
 
-def settle(results_tsv: Path, kept_version: bytes | None, commit: str, rejected: set[str]) -> ResultRow | None:
+def settle(results_tsv: Path, kept_of: Callable[[str], tuple[bytes | None, str]], rejected: set[str]) -> ResultRow | None:
     """Finish or drop a decision a kill interrupted; the row completed, or None when there was nothing to complete.
 
-    ``kept_version`` is what the ratchet holds as kept now (HEAD's blob, or the .bak); ``commit`` the commit
-    that holds it ("" in quick mode); ``rejected`` the SHA-256 of every edit in the skill's rejected_edits.md."""
+    ``kept_of(file)`` is what the ratchet holds as kept now of the pending decision's file (HEAD's blob, or the .bak)
+    and the commit that holds it ("" in quick mode); ``rejected`` the SHA-256 of every edit in the skill's
+    rejected_edits.md."""
     pending = load(results_tsv)
     if pending is None:
         return None
+    kept_version, commit = kept_of(pending.file)
     completed = None
     results = ResultsFile(results_tsv)
     written = any(r.timestamp == pending.row.timestamp and r.round == pending.row.round and r.status == pending.row.status

@@ -19,6 +19,7 @@ from pathlib import Path
 from rapidfuzz import fuzz
 
 from workspace.atomic import atomic_write
+from workspace.skill_source import SKILL_FILE
 
 MAX_ENTRIES = 200
 FRAGMENT_LIMIT = 500
@@ -43,9 +44,13 @@ _FIELD = re.compile(r"^- (\w+): ?(.*)$")
 _FENCE = re.compile(r"^(~{3,})text$")
 
 
-def edit_sha256(old: str, new: str) -> str:
-    """The identity of an edit: its full old and new text (NUL-separated, so no two edits collide by concatenation)."""
-    return hashlib.sha256(f"{old}\0{new}".encode()).hexdigest()
+
+
+def edit_sha256(old: str, new: str, file: str = SKILL_FILE) -> str:
+    """The identity of an edit: its full old and new text (NUL-separated, so no two edits collide by concatenation),
+    and the file it changes when that is not SKILL.md (an edit of SKILL.md hashes as it always did)."""
+    where = "" if file == SKILL_FILE else f"{file}\0"
+    return hashlib.sha256(f"{where}{old}\0{new}".encode()).hexdigest()
 
 
 def _normalized(old: str, new: str) -> str:
@@ -64,6 +69,7 @@ class RejectedEdit:
     reason: str
     status: str = "active"
     note: str = ""
+    file: str = SKILL_FILE  # the skill's file the edit changed
 
     def __post_init__(self) -> None:
         if self.reason not in REASONS:
@@ -89,11 +95,11 @@ class Buffer:
     hit_to_submit_ratio: float = 0.0
 
     def add(self, timestamp: str, target_dim: str, old: str, new: str, reason: str,
-            status: str = "active", note: str = "") -> tuple[Buffer, RejectedEdit, list[str]]:
+            status: str = "active", note: str = "", file: str = SKILL_FILE) -> tuple[Buffer, RejectedEdit, list[str]]:
         """Append an entry (pruning past 200); returns the new buffer, the entry, and the pruned ids."""
         number = max((e.number for e in self.entries), default=0) + 1
         entry = RejectedEdit(number, timestamp, self.skill, target_dim, old[:FRAGMENT_LIMIT], new[:FRAGMENT_LIMIT],
-                             edit_sha256(old, new), reason, status, " ".join(note.split()))
+                             edit_sha256(old, new, file), reason, status, " ".join(note.split()), file)
         buffer, pruned = replace(self, entries=(*self.entries, entry)).pruned(timestamp)
         return buffer, entry, pruned
 
@@ -108,19 +114,19 @@ class Buffer:
         ids = [f"REJ-{n:04d}" for n in sorted(dropped)]
         return replace(self, entries=kept, last_pruned=timestamp if ids else self.last_pruned), ids
 
-    def match(self, old: str, new: str) -> RejectedEdit | None:
-        """The active or permanent entry this edit repeats, by exact hash or ≥ 90 % similarity."""
-        digest = edit_sha256(old, new)
+    def match(self, old: str, new: str, file: str = SKILL_FILE) -> RejectedEdit | None:
+        """The active or permanent entry this edit of ``file`` repeats, by exact hash or ≥ 90 % similarity."""
+        digest = edit_sha256(old, new, file)
         candidate = _normalized(old, new)
         for entry in self.entries:
-            if not entry.blocking:
+            if not entry.blocking or entry.file != file:
                 continue
             if entry.sha256 == digest or fuzz.ratio(candidate, _normalized(entry.old, entry.new)) >= SIMILARITY * 100:
                 return entry
         return None
 
-    def is_rejected(self, old: str, new: str) -> bool:
-        return self.match(old, new) is not None
+    def is_rejected(self, old: str, new: str, file: str = SKILL_FILE) -> bool:
+        return self.match(old, new, file) is not None
 
     def with_status(self, number: int, status: str) -> Buffer:
         return replace(self, entries=tuple(replace(e, status=status) if e.number == number else e for e in self.entries))
@@ -151,6 +157,7 @@ def render(buffer: Buffer) -> str:
             f"- reason: {e.reason}",
             f"- status: {e.status}",
             f"- sha256: {e.sha256}",
+            *([f"- file: {e.file}"] if e.file != SKILL_FILE else []),
             f"- note: {e.note}",
             "- old (first 500 characters):",
             *_fenced(e.old),
@@ -204,7 +211,8 @@ def _parse_entry(head: re.Match, lines: list[str], i: int, source: str) -> tuple
     try:
         old, new = texts[0], texts[1]
         entry = RejectedEdit(int(head.group(1)), head.group(2), head.group(3), fields["target_dim"], old, new,
-                             fields["sha256"], fields["reason"], fields.get("status", "active"), fields.get("note", ""))
+                             fields["sha256"], fields["reason"], fields.get("status", "active"), fields.get("note", ""),
+                             fields.get("file", SKILL_FILE))
     except (IndexError, KeyError, ValueError) as err:
         raise RejectedEditsFormatError(f"{source}: entry REJ-{head.group(1)} is incomplete ({err})") from None
     return entry, i
@@ -229,8 +237,9 @@ def rebuild_from_results(skill: str, created: str, revert_rows: Iterable) -> Buf
     buffer = Buffer(skill, created)
     for row in revert_rows:
         found = re.search(r"sha256=([0-9a-f]{64})", row.note)
+        file = re.search(r"(?:^|;\s)file=([^;\s]+)", row.note)  # an edit of a file other than SKILL.md names it
         buffer, entry, _ = buffer.add(row.timestamp, row.dim_changed or "unknown", "", row.note, "score_regression",
-                                      note="rebuilt from results.tsv")
+                                      note="rebuilt from results.tsv", file=file.group(1) if file else SKILL_FILE)
         if found:
             buffer = replace(buffer, entries=(*buffer.entries[:-1], replace(entry, sha256=found.group(1))))
     return buffer

@@ -9,6 +9,7 @@ from prefect import get_run_logger
 from flows.phases.rounds import exploratory_rewrite
 from flows.ratchet import measure, records
 from flows.ratchet.loop import freeze, optimize_skill, reject
+from flows.ratchet.measure import Version
 from flows.ratchet.rebuild import kept_edits
 from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd, RunStop, StopKind
@@ -22,7 +23,7 @@ from workspace import meta_learnings
 from workspace import profile as profile_store
 from workspace.git_ratchet import CommitKind
 from workspace.governance_records import now_iso
-from workspace.rejected_edits import RejectReason, edit_sha256
+from workspace.rejected_edits import SKILL_FILE, RejectReason, edit_sha256
 from workspace.results_tsv import ResultRow, Status
 
 
@@ -169,12 +170,16 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
     last_keep = next((r for r in reversed(run.results(skill).rows()) if r.status == Status.KEEP), None)
     if last_keep is None or not kept or not keeps:
         return False
-    restored = ratchet.committed_text(skill, f"{keeps[-1].sha}^").decode("utf-8")
-    run.best[skill] = measure.baseline(run, skill, restored)  # measured afresh: its older samples were this run's too
     undone = kept[-1]  # the very edit: never proposed again (a rewrite has no edit to remember)
-    digest = edit_sha256(undone.old, undone.new) if undone is not None else ""
+    file = undone.file if undone is not None else SKILL_FILE
+    before_keep = f"{keeps[-1].sha}^"
+    restored_file = ratchet.committed_text(skill, before_keep, file)
+    restored = Version.on_disk(run, skill).with_file(file, restored_file.decode("utf-8"))
+    # measured afresh: its older samples were this run's too
+    run.best[skill] = measure.baseline(run, skill, restored.text, restored.sources)
+    digest = edit_sha256(undone.old, undone.new, undone.file) if undone is not None else ""
     row = records.build_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
-                          measured=run.ledger.of(skill, restored), dim=last_keep.dim_changed,
+                          measured=restored.samples(run, skill), dim=last_keep.dim_changed,
                           facts={"held_out_fail": "true", "step": "B", "sha256": digest,
                                  "reason": RejectReason.HELD_OUT_DEGRADED},
                           text="held-out declined while main rose: rolled back the last kept edit")
@@ -184,7 +189,7 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
             reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED)
         ratchet.rollback_to_previous_keep(skill)
 
-    records.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored.encode("utf-8")))
+    records.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored_file), file=file)
     run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
                                    "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
     return True

@@ -10,6 +10,7 @@ from prefect.artifacts import create_markdown_artifact
 from flows.interaction.progress import NO_DISPLAY, progress
 from flows.ratchet import measure, records
 from flows.ratchet.loop import ProposalAhead, optimize_skill, propose_ahead
+from flows.ratchet.measure import Version
 from flows.ratchet.trial import Outcome, try_edit
 from flows.scale.fan_out import fan_out
 from flows.state.config import PhaseEnd, RunStop, StopKind
@@ -223,15 +224,17 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> bool:
         run.effects.notice(f"exploratory rewrite of {skill}: no usable rewrite (kept the saved best)")
         return False
     round_no = run.next_round(skill)
+    files = measure.skill_sources(run, skill)  # a rewrite changes SKILL.md alone
     run.editor.pre_edit(skill)
     run.editor.write_skill(skill, rewritten)
-    trial = try_edit(run, skill, round_no, current, rewritten, None)  # the same keep decision as any edit
+    trial = try_edit(run, skill, round_no, Version(current, files), Version(rewritten, files), None)  # as any edit
     facts = {"strategy": "exploratory-rewrite"}
     if trial.outcome is Outcome.KEEP:
         records.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
                               text="Phase 2.5 exploratory rewrite beat the saved best")
         assert trial.evaluation is not None  # a kept trial was evaluated in full
         run.best[skill] = trial.evaluation
+        Version(rewritten, files).kept(run, skill)
         return True
     row = records.build_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
                             dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,

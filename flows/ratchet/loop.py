@@ -26,8 +26,11 @@ from judges.proposer import Proposal, RefusalKind
 from judges.usage import BudgetExhausted
 from scoring.boilerplate import boilerplate, inserted_units
 from scoring.diagnosis import diagnose
+from scoring.document import parse
 from scoring.edit_guards import adds_words
-from scoring.edits import Edit
+from scoring.edits import SKILL_FILE, Edit
+from scoring.skill_view import SourceFile
+from scoring.validation import scan_references
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.rejected_edits import save as save_rejected
@@ -75,14 +78,17 @@ def _small_gains_so_far(run: Run, skill: str) -> int:
 
 
 def attempt(run: Run, skill: str, round_no: int, text: str, proposal: Proposal) -> Trial:
-    """Put the candidate in place (backed up first), then try it against the kept text."""
+    """Put the candidate in place (backed up first), then try it against the kept version."""
     edit = proposal.edit
     assert edit is not None and proposal.edited_text is not None
-    run.editor.pre_edit(skill)
-    save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate")
-    run.editor.write_skill(skill, proposal.edited_text)
-    return try_edit(run, skill, round_no, text, proposal.edited_text, edit.target_dim, ever_reverted(run, skill),
-                    adds_words(text, edit))
+    before = measure.Version(text, measure.skill_sources(run, skill))
+    run.editor.pre_edit(skill, edit.file)
+    save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate",
+                      file=edit.file)
+    run.editor.write_skill(skill, proposal.edited_text, edit.file)
+    after = measure.Version.on_disk(run, skill)
+    return try_edit(run, skill, round_no, before, after, edit.target_dim, ever_reverted(run, skill),
+                    adds_words(before.file_text(edit.file), edit), edit.file)
 
 
 def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Proposal, trial: Trial) -> None:
@@ -93,24 +99,26 @@ def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Propo
     facts: dict[str, object] = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
                                 "rejected_hits": proposal.count(RefusalKind.REPEAT)}
     calls = trial.calls + (0 if run.backend.exact else proposal.attempts)  # one editor call per attempt
+    if edit.file != SKILL_FILE:
+        facts["file"] = edit.file
     if trial.outcome is Outcome.KEEP:
         records.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
-                              text=edit.describe(), edit_pct=proposal.edit_pct)
+                              text=edit.describe(), edit_pct=proposal.edit_pct, file=edit.file)
         run.inserted.add(inserted_units(text_before, edit, skill), skill)
         assert trial.evaluation is not None  # a kept trial was evaluated in full
         run.best[skill] = trial.evaluation
-        run.ledger.kept(skill, proposal.edited_text or "")  # compared from now on on samples its keep did not choose
+        measure.Version.on_disk(run, skill).kept(run, skill)  # compared from now on on samples its keep did not choose
         return
     status = Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
     if trial.outcome is Outcome.REJECT:
-        facts["sha256"], facts["reason"] = edit_sha256(edit.old, edit.new), trial.reason
+        facts["sha256"], facts["reason"] = edit_sha256(edit.old, edit.new, edit.file), trial.reason
     row = records.build_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
                           text=f"{trial.why}; {edit.describe()}", edit_pct=proposal.edit_pct)
 
     def reject_and_roll_back() -> None:
         if trial.outcome is Outcome.REJECT:  # first: a kill after it can never let the edit be tried again
             reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
-        run.editor.rollback(skill)
+        run.editor.rollback(skill, edit.file)
 
     records.recorded_step(run, skill, row, reject_and_roll_back, rejected_sha256=str(facts.get("sha256", "")))
     if trial.outcome is Outcome.REJECT:
@@ -164,10 +172,37 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
     def elsewhere(units: tuple[str, ...]) -> str:
         return boilerplate(units, run.inserted.snapshot(), skill)
 
+    references = editable_references(run, skill, text) if run.quality is not Quality.LITE else ()
     return [ProposalRequest(text, skill, files, dim, rationales=tuple(card.score.dim(dim).reasons[:3]),
                             active_rejections=rejections, is_rejected=buffer.is_rejected, budget=run.budget_for(skill),
-                            allow_rename=run.options.allow_rename, inserted_elsewhere=elsewhere, meta_hints=run.meta_hints)
+                            allow_rename=run.options.allow_rename, inserted_elsewhere=elsewhere, meta_hints=run.meta_hints,
+                            references=references)
             for dim in diagnose(card.score, guarded, run.preferred_dims, exclude)]
+
+
+REFERENCE_CHARS = 24_000  # the referenced files shown to the editor, in all: about 6 000 tokens beside SKILL.md
+
+
+def editable_references(run: Run, skill: str, text: str) -> tuple[tuple[str, str], ...]:
+    """The Markdown files SKILL.md references that an edit may change instead, in the order it references them, as
+    many as REFERENCE_CHARS hold: full mode only (git rolls back any file; quick mode's snapshots hold SKILL.md), never
+    under evals/ (the author's cases are not the skill's to change)."""
+    if run.editor.git is None:
+        return ()
+    return references_to_offer(text, measure.skill_files(run, skill), measure.skill_sources(run, skill))
+
+
+def references_to_offer(text: str, files: frozenset[str], sources: tuple[SourceFile, ...]) -> tuple[tuple[str, str], ...]:
+    """``editable_references`` from what is read of the skill: (path, text) of each Markdown file SKILL.md references."""
+    texts = {s.path: s.text for s in sources if s.text is not None}
+    chosen: dict[str, str] = {}
+    for ref in scan_references(parse(text), files):
+        body = texts.get(ref.target)
+        if ref.status != "exists" or body is None or not ref.target.endswith(".md") or ref.target.startswith("evals/"):
+            continue
+        if ref.target not in chosen and sum(map(len, chosen.values())) + len(body) <= REFERENCE_CHARS:
+            chosen[ref.target] = body
+    return tuple(chosen.items())
 
 
 def propose_for(run: Run, skill: str, text: str, card: Evaluation) -> Proposal | None:
@@ -183,8 +218,9 @@ class ProposalAhead(NamedTuple):
 
 
 def _propose_after_keep(run: Run, skill: str, kept: Proposal, trial: Trial) -> ProposalAhead:
-    assert kept.edited_text is not None and trial.evaluation is not None  # a kept trial has its text and full evaluation
-    return propose_ahead(run, skill, kept.edited_text, trial.evaluation)
+    assert kept.edit is not None and kept.edited_text is not None and trial.evaluation is not None  # kept: all there
+    text = kept.edited_text if kept.edit.file == SKILL_FILE else run.workspace.skill_file(skill).read_text(encoding="utf-8")
+    return propose_ahead(run, skill, text, trial.evaluation)
 
 
 def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> ProposalAhead:
@@ -195,7 +231,7 @@ def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> Proposal
 
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:
     buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason.value, status,
-                                                   note=edit.describe())
+                                                   note=edit.describe(), file=edit.file)
     buffer = replace(buffer, hit_to_submit_ratio=hit_to_submit(run.results(skill).rows()))
     run.buffers[skill] = buffer
     save_rejected(run.workspace.rejected_edits(skill), buffer)

@@ -15,13 +15,16 @@ the text's hash: the incumbent's samples accumulate across rounds, and the
 judges' noise is pooled over all of them (``scoring.keep_decision.pooled_noise``).
 A kept candidate's deciding samples count for its totals and the noise, but its
 next comparisons read only the samples taken after its keep (``Ledger.comparable``:
-samples read until they looked good enough lean high).
+samples read until they looked good enough lean high). A version is SKILL.md's text
+with the skill's other files (``Version``): an edit of a referenced file leaves the
+text as it was, so the ledger names such a version by its text and its files' digest.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,8 +33,9 @@ from flows.state.config import Quality
 from flows.state.ledger import text_id
 from judges.backend import Evaluation, Resample, readings
 from judges.sampling import evaluation_samples, resample_samples
+from scoring.edits import SKILL_FILE
 from scoring.keep_decision import Measured, Noise, SamplePlan
-from scoring.skill_view import SourceFile
+from scoring.skill_view import SourceFile, sources_digest
 from workspace.layout import Mode
 from workspace.skill_source import list_files, read_sources
 
@@ -69,7 +73,7 @@ def measurement_key(run: Run, kind: str, skill: str, text: str, index: int,
     """``sources``: the skill's files as the measurement reads them (read here when not given)."""
     sources = skill_sources(run, skill) if sources is None else sources
     parts = {"kind": kind, "skill": skill, "text": hashlib.sha256(text.encode("utf-8")).hexdigest(), "index": index,
-             "files": sorted(skill_files(run, skill)), "sources": _sources_digest(sources),
+             "files": sorted(skill_files(run, skill)), "sources": sources_digest(sources),
              "prompts": [p.model_dump() for p in run.prompts.get(skill, [])],
              "mode": evaluation_mode(run), "settings": settings_fingerprint(run), "code": code_version(),
              "run": run.flow_run_id or "no-flow-run", "detail": detail}
@@ -86,17 +90,13 @@ def skill_sources(run: Run, skill: str) -> tuple[SourceFile, ...]:
     return read_sources(folder, list_files(folder))
 
 
-def _sources_digest(sources: tuple[SourceFile, ...]) -> str:
-    """What the judges read besides SKILL.md, as part of a measurement's cache key: a changed reference is a new
-    measurement."""
-    digest = hashlib.sha256()
-    for source in sources:
-        digest.update(f"{source.path}\0{source.text if source.text is not None else source.why_not}\0".encode())
-    return digest.hexdigest()
-
-
 def evaluation_mode(run: Run) -> Mode:
     return Mode.QUICK if run.quality is Quality.QUICK else run.mode  # a weak target model: quick evaluation only
+
+
+def version(run: Run, skill: str, text: str, sources: tuple[SourceFile, ...] | None = None) -> str:
+    """The ledger's name for SKILL.md's ``text`` with ``sources`` (the skill's other files; as on disk when not given)."""
+    return run.ledger.version(skill, text, sources_digest(skill_sources(run, skill) if sources is None else sources))
 
 
 def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
@@ -104,34 +104,38 @@ def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Ev
     return evaluate_ahead(run, skill, text, ever_reverted).result()
 
 
-def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False, diff: str = ""):
+def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False, diff: str = "",
+                   sources: tuple[SourceFile, ...] | None = None):
     """``evaluate`` started in the background; ``.result()`` adds the samples when it is read.
-    ``diff``: what changed since the kept version, for the review gate to see."""
+    ``diff``: what changed since the kept version, for the review gate to see; ``sources``: the skill's other files
+    as this version has them (as on disk when not given)."""
     from flows.ratchet import tasks
 
-    first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), evaluation=True))
-    sources = skill_sources(run, skill)
-    key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, text), sources,
+    sources = skill_sources(run, skill) if sources is None else sources
+    name = version(run, skill, text, sources)
+    first = run.ledger.reserve_readings(skill, name, readings(evaluation_mode(run), evaluation=True))
+    key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, name), sources,
                           ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest(), first_reading=first)
     future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
                                    evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first, sources)
-    return _Recorded(future, lambda ev: _with_fallbacks(run, skill, text, ev, run.ledger.add(skill, text, evaluation_samples(ev))))
+    return _Recorded(future, lambda ev: _with_fallbacks(run, skill, text, ev, run.ledger.add(skill, name, evaluation_samples(ev))))
 
 
-def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool):
-    """More judge calls (and dim8 once more) on ``text``, in the background."""
+def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool, sources: tuple[SourceFile, ...] | None = None):
+    """More judge calls (and dim8 once more) on ``text`` (with ``sources``, as ``evaluate_ahead``), in the background."""
     from flows.ratchet import tasks
 
     if not judges and not dim8:
         return _Nothing()
-    first = run.ledger.reserve_readings(skill, text, readings(evaluation_mode(run), judges, dim8))
-    sources = skill_sources(run, skill)
-    key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, text), sources,
+    sources = skill_sources(run, skill) if sources is None else sources
+    name = version(run, skill, text, sources)
+    first = run.ledger.reserve_readings(skill, name, readings(evaluation_mode(run), judges, dim8))
+    key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, name), sources,
                           judges=judges, dim8=dim8, first_reading=first)
     future = tasks.resample.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
                                    evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first, sources)
     return _Recorded(future, lambda more: _with_fallbacks(run, skill, text, more,
-                                                                 run.ledger.add(skill, text, resample_samples(more))))
+                                                                 run.ledger.add(skill, name, resample_samples(more))))
 
 
 def _with_fallbacks(run: Run, skill: str, text: str, measured: Evaluation | Resample, samples: Measured) -> Measured:
@@ -144,28 +148,64 @@ def _with_fallbacks(run: Run, skill: str, text: str, measured: Evaluation | Resa
     return samples
 
 
-def measure_both(run: Run, skill: str, incumbent: str, candidate: str, plan: SamplePlan) -> tuple[Measured, Measured]:
-    """One more look: both texts measured side by side, as ``plan`` asks; their samples so far."""
-    first = resample_ahead(run, skill, candidate, plan.candidate_judges, plan.candidate_dim8)
-    second = resample_ahead(run, skill, incumbent, plan.incumbent_judges, plan.incumbent_dim8)
+@dataclass(frozen=True)
+class Version:
+    """A skill as a keep decision weighs it: SKILL.md's text and the skill's other files (an edit of a referenced
+    file changes one of those and leaves the text alone)."""
+
+    text: str
+    sources: tuple[SourceFile, ...]
+
+    @classmethod
+    def on_disk(cls, run: Run, skill: str) -> Version:
+        return cls(run.workspace.skill_file(skill).read_text(encoding="utf-8"), skill_sources(run, skill))
+
+    def name(self, run: Run, skill: str) -> str:
+        return version(run, skill, self.text, self.sources)
+
+    def samples(self, run: Run, skill: str) -> Measured:
+        return run.ledger.of(skill, self.name(run, skill))
+
+    def comparable(self, run: Run, skill: str) -> Measured:
+        return run.ledger.comparable(skill, self.name(run, skill))
+
+    def kept(self, run: Run, skill: str) -> None:
+        """This version was just kept: compared from now on on samples its keep did not choose (``Ledger.kept``)."""
+        run.ledger.kept(skill, self.name(run, skill))
+
+    def with_file(self, file: str, text: str) -> Version:
+        """This version with one of its files' text replaced."""
+        if file == SKILL_FILE:
+            return Version(text, self.sources)
+        return Version(self.text, tuple(SourceFile(s.path, text) if s.path == file else s for s in self.sources))
+
+    def file_text(self, file: str) -> str:
+        """The text of one of its files: SKILL.md's, or one of the sources'."""
+        return self.text if file == SKILL_FILE else next((s.text or "" for s in self.sources if s.path == file), "")
+
+
+def measure_both(run: Run, skill: str, incumbent: Version, candidate: Version, plan: SamplePlan) -> tuple[Measured, Measured]:
+    """One more look: both versions measured side by side, as ``plan`` asks; their samples so far."""
+    first = resample_ahead(run, skill, candidate.text, plan.candidate_judges, plan.candidate_dim8, candidate.sources)
+    second = resample_ahead(run, skill, incumbent.text, plan.incumbent_judges, plan.incumbent_dim8, incumbent.sources)
     first.result(), second.result()
-    return run.ledger.comparable(skill, incumbent), run.ledger.of(skill, candidate)
+    return incumbent.comparable(run, skill), candidate.samples(run, skill)
 
 
-def dim8_gone(run: Run, skill: str, kept: str) -> bool:
-    """The kept text has dim8 samples, but none a keep decision may read (they decided its keep): measure it anew."""
-    return run.ledger.of(skill, kept).n("dim8") > 0 and run.ledger.comparable(skill, kept).n("dim8") == 0
+def dim8_gone(run: Run, skill: str, kept: Version) -> bool:
+    """The kept version has dim8 samples, but none a keep decision may read (they decided its keep): measure it anew."""
+    return kept.samples(run, skill).n("dim8") > 0 and kept.comparable(run, skill).n("dim8") == 0
 
 
-def baseline(run: Run, skill: str, text: str) -> Evaluation:
+def baseline(run: Run, skill: str, text: str, sources: tuple[SourceFile, ...] | None = None) -> Evaluation:
     """The kept text's first measurement in a run: a full evaluation plus judge calls up to four samples and dim8
     once more, so the judges' noise is known (pooled degrees of freedom) before the first edit is decided. An
     evaluate-only run takes the evaluation alone: a score card, with no edit to weigh against the noise."""
     judges_in_evaluation = 1 if evaluation_mode(run) == "quick" else 2
-    evaluation = evaluate_ahead(run, skill, text)
+    evaluation = evaluate_ahead(run, skill, text, sources=sources)
     if run.options.evaluate_only:  # a score card, not the start of a ratchet: no edit's noise to weigh against
         return evaluation.result()
-    more = resample_ahead(run, skill, text, BASELINE_JUDGE_SAMPLES - judges_in_evaluation, True)
+    more = resample_ahead(run, skill, text, BASELINE_JUDGE_SAMPLES - judges_in_evaluation, True, sources)
     more.result()
     return evaluation.result()
 
@@ -180,16 +220,17 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
     count = 1 if run.backend.exact or run.options.evaluate_only else HELD_OUT_SAMPLES
     files = skill_files(run, skill)
     sources = skill_sources(run, skill)
-    first = run.ledger.reserve_readings(skill, text, count)
+    name = version(run, skill, text, sources)
+    first = run.ledger.reserve_readings(skill, name, count)
     futures = [tasks.held_out.submit(run.backend, measurement_key(run, "held-out", skill, text,
-                                                                  run.ledger.next_index("held-out", skill, text),
+                                                                  run.ledger.next_index("held-out", skill, name),
                                                                   first_reading=first + i, sources=sources),
                                      text, skill, files, run.prompts.get(skill, []), first + i, sources)
                for i in range(count)]
     graded = [f.result() for f in futures]
     values = tuple(v for v in graded if v is not None)
     run.ledger.note_fallbacks(skill, ["held-out grade unscored"] * (len(graded) - len(values)))
-    run.ledger.add_held_out(skill, text, values)
+    run.ledger.add_held_out(skill, name, values)
     return values
 
 

@@ -27,17 +27,19 @@ def build_row(run: Run, skill: str, round_no: int, status: Status, source: Trial
     return run.result_row(skill, round_no, status, source, **fields)
 
 
-def keep_and_record(run: Run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None, **fields) -> ResultRow:
-    """Keep the edit in place and write its row, as one step a kill cannot split (``recorded_step``)."""
+def keep_and_record(run: Run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None,
+                    file: str = "SKILL.md", **fields) -> ResultRow:
+    """Keep the edit of ``file`` in place and write its row, as one step a kill cannot split (``recorded_step``)."""
     from workspace.pending_keep import text_sha
 
     row = build_row(run, skill, round_no, Status.KEEP, trial, **fields)
-    return recorded_step(run, skill, row, lambda: run.editor.keep(skill, trial.gain, fields.get("dim", ""), edit),
-                         kept_sha256=text_sha(run.workspace.skill_file(skill).read_bytes()))
+    kept = (run.workspace.skill_file(skill).parent / file).read_bytes()
+    return recorded_step(run, skill, row, lambda: run.editor.keep(skill, trial.gain, fields.get("dim", ""), edit, file),
+                         kept_sha256=text_sha(kept), file=file)
 
 
 def recorded_step(run: Run, skill: str, row: ResultRow, effect: Callable[[], object], kept_sha256: str = "",
-                  rejected_sha256: str = "") -> ResultRow:
+                  rejected_sha256: str = "", file: str = "SKILL.md") -> ResultRow:
     """A decision's effect and its row as one step a kill cannot split: the row is saved as pending with what proves
     the effect happened (the text kept, or the edit rejected), then the effect, then the row with the commit the
     effect made; a resume completes or drops the pending row from that proof (``workspace.pending_keep``)."""
@@ -46,7 +48,7 @@ def recorded_step(run: Run, skill: str, row: ResultRow, effect: Callable[[], obj
     from workspace.pending_keep import PendingKeep, clear
 
     tsv = run.workspace.results_tsv(skill)
-    PendingKeep(row, kept_sha256, rejected_sha256).save(tsv)
+    PendingKeep(row, kept_sha256, rejected_sha256, file).save(tsv)
     effect()
     row = replace(row, commit=run.commit())
     run.repaired(skill, run.effects.write_row(tsv, row))

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from flows.ratchet import measure
+from flows.ratchet.measure import Version
 from flows.state.run import Run
 from judges.backend import Evaluation
 from judges.usage import BudgetExhausted
+from scoring.edits import SKILL_FILE
 from scoring.keep_decision import Decision, Measured, Verdict, decide, next_samples
 from workspace.rejected_edits import RejectReason
 from workspace.results_tsv import Stop
@@ -59,17 +61,18 @@ def settle(decision: Decision) -> tuple[Outcome, RejectReason | None, Stop | Non
     return Outcome.REJECT, RejectReason.INCONCLUSIVE, None  # INCONCLUSIVE (or MORE with nothing left to measure)
 
 
-def try_edit(run: Run, skill: str, round_no: int, before: str, after: str, target: str | None,
-             ever_reverted: bool = False, writes_words: bool = True) -> Trial:
-    """Measure ``after`` against ``before`` (the kept text) until the decision is made; the gates come first.
+def try_edit(run: Run, skill: str, round_no: int, before: Version, after: Version, target: str | None,
+             ever_reverted: bool = False, writes_words: bool = True, file: str = SKILL_FILE) -> Trial:
+    """Measure ``after`` against ``before`` (the kept version) until the decision is made; the gates come first.
 
-    ``writes_words``: the edit adds words, so its keyword-counting gains need a judged gain beside them."""
+    ``writes_words``: the edit adds words, so its keyword-counting gains need a judged gain beside them; ``file``: the
+    file the edit changed (what the review gate's diff shows)."""
     calls = measure.CallCounter(run)
-    diff = unified_diff(skill, before, after)
+    diff = unified_diff(skill, before.file_text(file), after.file_text(file), file)
     try:
-        evaluation_ahead = measure.evaluate_ahead(run, skill, after, ever_reverted, diff)
-        fresh = measure.resample_ahead(run, skill, before, run.policy.judges_per_step,  # re-measured, every round
-                                       measure.dim8_gone(run, skill, before))
+        evaluation_ahead = measure.evaluate_ahead(run, skill, after.text, ever_reverted, diff, after.sources)
+        fresh = measure.resample_ahead(run, skill, before.text, run.policy.judges_per_step,  # re-measured, every round
+                                       measure.dim8_gone(run, skill, before), before.sources)
         evaluation = evaluation_ahead.result()
         fresh.result()
         gate = _gates(run, skill, round_no, evaluation)
@@ -81,21 +84,21 @@ def try_edit(run: Run, skill: str, round_no: int, before: str, after: str, targe
         return Trial(Outcome.ABANDON, stop=Stop.BUDGET, why=f"LLM budget reached before this edit could be decided: {err}",
                      calls=calls.spent(), diff=diff)
     outcome, reason, stop = settle(decision)
-    return Trial(outcome, decision, evaluation, run.ledger.comparable(skill, before), run.ledger.of(skill, after), reason, stop,
+    return Trial(outcome, decision, evaluation, before.comparable(run, skill), after.samples(run, skill), reason, stop,
                  why=decision.reason, calls=calls.spent(), diff=diff)
 
 
-def unified_diff(skill: str, before: str, after: str) -> str:
-    """The edit as a reviewer reads it: the changed lines with one line of context."""
-    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"{skill}/SKILL.md (kept)",
-                                 f"{skill}/SKILL.md (edited)", n=1)
+def unified_diff(skill: str, before: str, after: str, file: str = SKILL_FILE) -> str:
+    """The edit as a reviewer reads it: the changed lines of the file with one line of context."""
+    lines = difflib.unified_diff(before.splitlines(True), after.splitlines(True), f"{skill}/{file} (kept)",
+                                 f"{skill}/{file} (edited)", n=1)
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
-def _sequential(run: Run, skill: str, before: str, after: str, target: str | None, min_looks: int,
+def _sequential(run: Run, skill: str, before: Version, after: Version, target: str | None, min_looks: int,
                 writes_words: bool) -> Decision:
     """decide → measure what it asks for → decide again, up to the policy's cap."""
-    incumbent, candidate = run.ledger.comparable(skill, before), run.ledger.of(skill, after)
+    incumbent, candidate = before.comparable(run, skill), after.samples(run, skill)
     for look in range(1, run.policy.max_looks + 1):
         decision = decide(incumbent, candidate, measure.noise(run), target, look, run.policy, min_looks, writes_words)
         plan = next_samples(decision, incumbent, candidate, run.policy)

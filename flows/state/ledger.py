@@ -32,6 +32,7 @@ class Ledger:
     def __init__(self) -> None:
         self._texts: dict[tuple[str, str], Measured] = {}
         self._since_kept: dict[tuple[str, str], Measured] = {}  # a kept text's samples taken after its keep
+        self._first_files: dict[str, str] = {}  # skill → the digest of its other files when first measured
         self._held_out: dict[tuple[str, str], tuple[float, ...]] = {}
         self._taken: dict[tuple[str, str, str], int] = {}
         self._fallbacks: dict[str, Counter[str]] = {}
@@ -85,6 +86,14 @@ class Ledger:
                 self._since_kept[key] = self._since_kept[key].plus(samples)
             return self._texts[key]
 
+    def version(self, skill: str, text: str, files_digest: str) -> str:
+        """The name the ledger knows a version by: SKILL.md's text, followed by the digest of the skill's other files
+        when they are not as this run first measured them (an edit of a referenced file leaves SKILL.md as it was,
+        and is another version all the same)."""
+        with self._lock:
+            first = self._first_files.setdefault(skill, files_digest)
+        return text if files_digest == first else f"{text}\0files:{files_digest}"
+
     def kept(self, skill: str, text: str) -> None:
         """``text`` was just kept: from now on it is compared on fresh samples (its exact dimensions carry over —
         computed, not read, they cannot lean)."""
@@ -131,6 +140,7 @@ class Ledger:
                     "since_kept": [[tid, {"values": {d: list(v) for d, v in m.values}, "exact": sorted(m.exact)}]
                                    for (s, tid), m in self._since_kept.items() if s == skill],
                     "held_out": [[tid, list(v)] for (s, tid), v in self._held_out.items() if s == skill],
+                    "first_files": self._first_files.get(skill),
                     "taken": [[kind, tid, n] for (kind, s, tid), n in self._taken.items() if s == skill],
                     "fallbacks": dict(self._fallbacks.get(skill, {}))}
 
@@ -148,4 +158,6 @@ class Ledger:
             self._held_out.update({(skill, tid): tuple(v) for tid, v in record["held_out"]})
             self._taken.update({(kind, skill, tid): n for kind, tid, n in record["taken"]})
             self._fallbacks[skill] = Counter(record.get("fallbacks", {}))
+            if record.get("first_files"):
+                self._first_files[skill] = record["first_files"]
             self._shown[skill] = Counter(record.get("fallbacks", {}))

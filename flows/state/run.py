@@ -18,6 +18,7 @@ from judges.backend import Backend, Evaluation
 from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
 from scoring.notes import format_note
+from scoring.skill_view import sources_digest
 from workspace import run_marker
 from workspace.layout import Mode, Workspace
 from workspace.lock import WorkspaceLock
@@ -26,6 +27,7 @@ from workspace.profile import LubanProfile
 from workspace.ratchet import Ratchet
 from workspace.rejected_edits import Buffer
 from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
+from workspace.skill_source import list_files, read_sources
 from workspace.test_prompts import TestPrompt
 
 __all__ = ["Run", "RunOptions"]  # RunOptions lives in flows/state/config.py; imported from here too
@@ -125,7 +127,9 @@ class Run:
     def incumbent(self, skill: str) -> Measured:
         """The kept text's samples so far (they accumulate across rounds: it is re-measured every round); a keep decision
         reads ``ledger.comparable`` instead."""
-        return self.ledger.of(skill, self.workspace.skill_file(skill).read_text(encoding="utf-8"))
+        folder = self.workspace.skill_file(skill).parent
+        text = (folder / "SKILL.md").read_text(encoding="utf-8")  # with its files: a reference edit is another version
+        return self.ledger.of(skill, self.ledger.version(skill, text, sources_digest(read_sources(folder, list_files(folder)))))
 
     def incumbent_total(self, skill: str) -> float:
         measured = self.incumbent(skill)

@@ -1,7 +1,7 @@
 """A library whose proposer turns bad, through the real flow: the library's alert fires on the first run's attempts,
 confirms on each run after it, and pauses every skill when the change persists — measured, not edited.
 
-The healthy weeks before the change are written as records (what twelve steady runs would leave: tests/flows/
+The healthy weeks before the change are written as records (what steady runs would leave: tests/flows/
 test_many_runs.py runs those for real), so the suite pays only for the runs after it. How often this happens for a
 subtler bad proposer, over many libraries and seeds, is benchmarks/weekly_runs.py's to say.
 """

@@ -11,7 +11,7 @@ import pytest
 
 from flows.optimize import optimize_skills
 from tests.support.openai_server import Scripted, ScriptedOpenAI, completion, error, reply
-from tests.support.scripted_llm import LubanResponder
+from tests.support.scripted_llm import LubanResponder, a_quote, skill_in
 from workspace.results_tsv import ResultsFile
 
 LLM_DIMS = ("dim2", "dim3", "dim5", "dim6")
@@ -116,7 +116,7 @@ def test_judges_that_always_disagree_are_measured_further_in_batch_then_the_edit
     never settle, so the edit (a STOP: a gain on a rule dimension only) goes back as inconclusive, and the skill
     is not stopped as a bottleneck or a disagreement."""
     server = ScriptedOpenAI()
-    server.responder = LubanResponder(judge_scores=[{d: 2 for d in LLM_DIMS}, {d: 9 for d in LLM_DIMS}])
+    server.responder = DisagreeingJudges()
     original = (example_skills / "pr-review" / "SKILL.md").read_bytes()
     with server:
         result = optimize(example_skills, server.base_url, monkeypatch)
@@ -129,6 +129,24 @@ def test_judges_that_always_disagree_are_measured_further_in_batch_then_the_edit
     assert result["skills"]["pr-review"]["stop"] == "max_rounds"  # max_rounds=1: the skill would have gone on
     assert (example_skills / "pr-review" / "SKILL.md").read_bytes() == original
     assert_consistent(example_skills)
+
+
+class DisagreeingJudges(LubanResponder):
+    """2 and 9 in turn on each version's own judge calls, whatever order the threads send them in: in one shared turn,
+    a version's two calls could both fall on 9 while the other's fell on 2 — a gain the judges agree on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns: dict[str, int] = {}
+
+    def _judge(self, request):
+        version = " ".join(skill_in(request).split())  # its null variants differ in whitespace alone
+        with self._lock:
+            turn = self.turns[version] = self.turns.get(version, -1) + 1
+        score = (2, 9)[turn % 2]
+        dims = {d: {"score": score, "rationale": f"{d} looks like {score}", "quotes": [a_quote(skill_in(request))]}
+                for d in LLM_DIMS}
+        return reply({"dims": dims, "safety_red_line": False, "safety_reason": ""})
 
 
 class UnreachableEditor(LubanResponder):

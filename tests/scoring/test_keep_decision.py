@@ -56,7 +56,7 @@ def run_decision(rng: random.Random, before: dict[str, float], after: dict[str, 
     raise AssertionError("no verdict at the cap")
 
 
-@settings(max_examples=4, deadline=None)  # 4 000 decisions; the rates with intervals: benchmarks/keep_policy_sim.py
+@settings(max_examples=3, deadline=None)  # 3 000 decisions; the rates with intervals: benchmarks/keep_policy_sim.py
 @given(sigma=st.floats(0.2, 2.5), centre=st.floats(3.0, 8.0), seed=st.integers(0, 10**6))
 def test_identical_distributions_keep_at_most_five_percent(sigma: float, centre: float, seed: int):
     """Neutral edits (the same true quality) under integer judges with noise σ: at most 5 % kept, over 1 000."""

@@ -37,7 +37,7 @@ def test_what_does_not_undo_a_gain(later):
 
 
 def test_a_later_difference_is_read_with_its_own_bound_not_a_normal_one():
-    """Seen in the twelve-week test: a neutral edit kept a week after a dim8 'gain' read −0.625 with se 0.115 — an se
+    """Seen in the many-runs test (then twelve weeks): a neutral edit kept a week after a dim8 'gain' read −0.625 with se 0.115 — an se
     from three df, whose keep decision put the upper bound at +0.466. z·se said undone; its own bound says noise."""
     established = {"dim8": {"delta": 0.695, "se": 0.159, "df": 11, "lower": 0.093, "upper": 1.313, "status": "gain"}}
     later = {"dim8": {"delta": -0.625, "se": 0.115, "df": 3, "lower": -2.807, "upper": 0.466, "status": "within"}}

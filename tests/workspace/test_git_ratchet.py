@@ -234,3 +234,32 @@ def test_resume_undoes_its_own_interrupted_merge_and_refuses_anyone_elses(tmp_pa
     _interrupted_merge(repo, "feature")
     with pytest.raises(GitStateError, match="merge is in progress"):
         GitRatchet.resume(ws, ["alpha", "beta"], ratchet.original)  # a merge the user began is the user's
+
+
+def test_an_edit_of_a_referenced_file_is_kept_rolled_back_undone_and_resumed_by_that_file(tmp_path: Path):
+    """One file an edit: a reference's keep commits it alone, its rollback checks it alone out, held-out Step B's undo
+    of that keep puts it back, and a resume after a kill mid-edit rolls the reference back."""
+    repo, ws = make_repo(tmp_path)
+    ratchet = GitRatchet.start(ws, ["alpha"], NOW)
+    reference = ws.skills_dir / "alpha" / "references" / "r.md"
+    ratchet.pre_edit("alpha", "references/r.md")
+    ratchet.write_skill("alpha", "r\nbetter\n", "references/r.md")
+    kept = ratchet.keep("alpha", 1.5, "dim6", {"file": "references/r.md"}, "references/r.md")
+    assert list(repo.commit(kept).stats.files) == ["skills/alpha/references/r.md"]
+    assert ratchet.committed_text("alpha", file="references/r.md") == b"r\nbetter\n"
+    assert ratchet.kept_text("alpha", "references/r.md") == (b"r\nbetter\n", kept[:12])
+
+    ratchet.pre_edit("alpha", "references/r.md")
+    ratchet.write_skill("alpha", "r\nworse\n", "references/r.md")
+    ws.skill_file("alpha").write_text("# alpha\n\nthe user's own change\n")  # not the edit's file: left alone
+    ratchet.rollback("alpha", "references/r.md")
+    assert reference.read_text() == "r\nbetter\n" and "the user's own change" in ws.skill_file("alpha").read_text()
+    ws.skill_file("alpha").write_text("# alpha\n\noriginal\n")
+
+    ratchet.rollback_to_previous_keep("alpha")
+    assert reference.read_text() == "r\n" and ws.skill_file("alpha").read_text() == "# alpha\n\noriginal\n"
+    assert repo.head.commit.message.startswith("held-out-rollback: alpha") and repo.git.status("--porcelain") == ""
+
+    ratchet.write_skill("alpha", "r\nhalf-decided\n", "references/r.md")  # killed before the decision
+    _resumed, undone = GitRatchet.resume(ws, ["alpha"], ratchet.original)
+    assert undone == ["alpha"] and reference.read_text() == "r\n" and repo.git.status("--porcelain") == ""

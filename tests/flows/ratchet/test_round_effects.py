@@ -8,6 +8,7 @@ pending with its proof, the effect, the row complete — and a kill in between s
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -130,8 +131,8 @@ def test_a_kill_between_a_keep_and_its_row_is_settled_from_the_proof(tmp_path: P
         records.recorded_step(run, SKILL, row, keep_then_die,
                               kept_sha256=pending_keep.text_sha(run.workspace.skill_file(SKILL).read_bytes()))
     assert run.results(SKILL).rows() == []
-    kept, commit = run.editor.kept_text(SKILL)
-    completed = pending_keep.settle(run.workspace.results_tsv(SKILL), kept, commit, set())
+    commit = run.editor.kept_text(SKILL)[1]
+    completed = pending_keep.settle(run.workspace.results_tsv(SKILL), partial(run.editor.kept_text, SKILL), set())
     assert completed is not None and completed.status == "keep" and completed.commit == commit
     assert [r.status for r in run.results(SKILL).rows()] == ["keep"]
 
@@ -148,8 +149,7 @@ def test_a_kill_before_the_effect_drops_the_pending_row(tmp_path: Path):
     with pytest.raises(KeyboardInterrupt):
         records.recorded_step(run, SKILL, row, die,
                               kept_sha256=pending_keep.text_sha(run.workspace.skill_file(SKILL).read_bytes()))
-    kept, commit = run.editor.kept_text(SKILL)
-    assert pending_keep.settle(run.workspace.results_tsv(SKILL), kept, commit, set()) is None
+    assert pending_keep.settle(run.workspace.results_tsv(SKILL), partial(run.editor.kept_text, SKILL), set()) is None
     assert run.results(SKILL).rows() == [] and not pending_keep.pending_path(run.workspace.results_tsv(SKILL)).exists()
 
 
@@ -203,7 +203,40 @@ def test_a_restore_killed_before_its_row_is_completed_on_resume(tmp_path: Path):
     with pytest.raises(KeyboardInterrupt):
         _restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "no")
     assert [r.status for r in run.results(SKILL).rows()] == ["keep"]
-    kept, commit = run.editor.kept_text(SKILL)
-    completed = pending_keep.settle(run.workspace.results_tsv(SKILL), kept, commit, set())
+    completed = pending_keep.settle(run.workspace.results_tsv(SKILL), partial(run.editor.kept_text, SKILL), set())
     assert completed is not None and (completed.status, completed.stop) == ("revert", "user_rejected")
     assert [r.status for r in run.results(SKILL).rows()] == ["keep", "revert"]
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_kill_around_the_keep_of_a_referenced_file_is_settled_from_that_files_proof(tmp_path: Path, kept: bool):
+    """A reference's keep leaves SKILL.md as it was: the proof is the kept text of the file the edit changed, so a
+    row whose keep never reached git is dropped, and one whose keep did is completed."""
+    skills = copy_examples(tmp_path / "repo" / "skills", "api-changelog")
+    commit_all(tmp_path / "repo")
+    workspace = Workspace.open(skills, Mode.FULL)
+    ratchet = GitRatchet.start(workspace, ["api-changelog"], NOW)
+    config = RunConfig(RunOptions(str(skills), ("api-changelog",), "full", "auto"), Mode.FULL)
+    run = Run(config, workspace, ratchet, OfflineBackend(), LubanProfile(), tmp_path / "backups", NOW, DirectEffects(),
+              skills=["api-changelog"])
+    reference = "references/classification.md"
+    text = (skills / "api-changelog" / reference).read_text(encoding="utf-8")
+    ratchet.pre_edit("api-changelog", reference)
+    ratchet.write_skill("api-changelog", text + "| a renamed field | breaking |\n", reference)
+    card = OfflineBackend().evaluate(workspace.skill_file("api-changelog").read_text(), "api-changelog",
+                                     frozenset({"SKILL.md"}), Mode.FULL, [])
+    trial = Trial(Outcome.KEEP, evaluation=card)
+    row = records.build_row(run, "api-changelog", 1, Status.KEEP, trial, dim="dim6", facts={"file": reference})
+
+    def effect_then_die() -> None:
+        if kept:
+            ratchet.keep("api-changelog", 1.0, "dim6", None, reference)
+        raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        records.recorded_step(run, "api-changelog", row, effect_then_die, file=reference,
+                              kept_sha256=pending_keep.text_sha((skills / "api-changelog" / reference).read_bytes()))
+    completed = pending_keep.settle(workspace.results_tsv("api-changelog"), partial(ratchet.kept_text, "api-changelog"),
+                                    set())
+    assert (completed is not None) is kept and [r.status for r in run.results("api-changelog").rows()] == (
+        ["keep"] if kept else [])
