@@ -77,10 +77,11 @@ def hand_off(repo: git.Repo, branch: str, base: str | None, original: str, drop_
     return Handoff(branch, base, original, files, merge, pull_request)
 
 
-def delete_merged(repo: git.Repo, keep: str | None) -> list[str]:
-    """Delete the ``auto-optimize/*`` branches already merged into HEAD (all but ``keep``); their names."""
+def delete_merged(repo: git.Repo, keep: str | None, base: str | None = None) -> list[str]:
+    """Delete the ``auto-optimize/*`` branches already merged into HEAD, but ``keep`` (the run's own) and ``base`` (the
+    branch the run started from: an earlier run's, built on and not merged anywhere yet); their names."""
     deleted = []
-    for head in [h for h in repo.heads if h.name.startswith(BRANCH_PREFIX) and h.name != keep]:
+    for head in [h for h in repo.heads if h.name.startswith(BRANCH_PREFIX) and h.name not in (keep, base)]:
         if not repo.is_ancestor(head.commit, repo.head.commit):
             continue
         with contextlib.suppress(git.GitCommandError):  # checked out in another worktree: git keeps it, and so do we

@@ -147,7 +147,7 @@ def _say_where_it_starts(run: Run, git) -> None:
     from workspace.git_repository import BRANCH_PREFIX
     from workspace.run_branches import delete_merged
 
-    deleted = delete_merged(git.repo, keep=git.branch)
+    deleted = delete_merged(git.repo, keep=git.branch, base=git.base)
     if deleted:
         run.effects.notice(f"deleted {len(deleted)} run branch(es) already merged into {git.base}: {', '.join(deleted)}")
     if git.base and git.base.startswith(BRANCH_PREFIX):

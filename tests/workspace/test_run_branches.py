@@ -70,3 +70,17 @@ def test_a_merged_branch_checked_out_in_another_worktree_is_left_alone(tmp_path:
     repo.git.checkout("main")
     repo.git.worktree("add", str(tmp_path / "elsewhere"), ratchet.branch)
     assert delete_merged(repo, keep=None) == [] and ratchet.branch in [h.name for h in git.Repo(repo.working_dir).heads]
+
+
+def test_a_run_started_on_an_earlier_runs_branch_never_deletes_that_branch(tmp_path: Path):
+    """The second run's branch is made from the first's, so the first is 'merged' into HEAD: it is where the run
+    starts, not work merged anywhere. (Seen when the two runs began in different minutes: the first branch was gone.)"""
+    repo, ws = make_repo(tmp_path)
+    first = GitRatchet.start(ws, ["alpha"], NOW)
+    first.pre_edit("alpha")
+    first.write_skill("alpha", "# alpha\n\nkept by the first run\n")
+    first.keep("alpha", 1.0, "dim3")
+    second = GitRatchet.start(ws, ["alpha"], datetime(2026, 12, 3, 9, 1))  # on the first run's branch
+    assert second.base == first.branch
+    assert delete_merged(repo, keep=second.branch, base=second.base) == []
+    assert {first.branch, second.branch} <= {h.name for h in repo.heads}

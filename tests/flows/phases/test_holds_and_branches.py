@@ -39,11 +39,13 @@ def test_holds_end_by_themselves_and_run_branches_are_handed_off_stacked_and_cle
     second = run(example_skills)  # still on the first run's branch: it builds on it, and says so
     assert any(f"starts from {first['branch']}, an earlier run's branch" in n for n in second["notices"])
     assert second["handoff"]["base"] == first["branch"]
+    assert first["branch"] in {h.name for h in repo.heads}  # where it started: kept, whatever minute either began in
     repo.git.checkout("main")  # the maintainer merges what the runs left, then starts the next one from main
     repo.git.merge("--no-ff", "-m", "merge", second["branch"] or first["branch"], env=GIT_IDENTITY)
     third = run(example_skills)
-    deleted = next(n for n in third["notices"] if n.startswith("deleted "))
-    assert first["branch"] in deleted and {h.name for h in repo.heads} <= {"main", third["branch"]}
+    deleted = next(n for n in third["notices"] if n.startswith("deleted ")).split(": ", 1)[1].split(", ")
+    merged = {first["branch"], second["branch"]} - {None}
+    assert merged <= set(deleted) and {h.name for h in repo.heads} <= {"main", third["branch"]}, deleted
 
     rows = ResultsFile(example_skills.parent / "luban-workspace" / "full" / "db-migration" / "results.tsv").rows()
     paused = [r for r in rows if r.stop == "paused"]
