@@ -28,7 +28,7 @@ from judges.settings import Role, Settings
 from judges.target_runs import run_both
 from judges.target_tools import TOOL, TargetAnswer, TargetSkill
 from judges.tokens import count_tokens
-from judges.usage import BudgetExhausted, LLMError
+from judges.usage import LLMError
 from scoring.dim8 import SubScores, dim8_score
 from scoring.model import DimensionScore, unscored
 from workspace.baseline_cache import BaselineCache, CachedOutput
@@ -112,8 +112,6 @@ def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, sk
                  prompt: TestPrompt) -> PairResult:
     try:
         with_reply, base = run_both(client, settings, cache, skill, prompt)
-    except BudgetExhausted:
-        raise
     except LLMError as err:
         return PairResult(prompt.id, unscored_reason=f"prompt {prompt.id}: target model failed ({err.kind}): {err}",
                           unscored_kind=Unscored.NO_REPLY)
@@ -125,8 +123,6 @@ def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, sk
         try:
             grade = client.chat("judge:dim8", settings.judge_model, _grade_messages(nonce, prompt, with_reply, base, settings),
                                 role=Role.GRADER, schema=GRADE_SCHEMA | _assertions_schema(prompt))
-        except BudgetExhausted:
-            raise
         except LLMError as err:
             return replace(ran, unscored_reason=f"prompt {prompt.id}: judge failed ({err.kind}): {err}",
                            unscored_kind=Unscored.NO_REPLY)
@@ -244,8 +240,6 @@ def measure_dry_run(client: LLMClient, settings: Settings, skill_text: str, prom
                             [{"role": "system", "content": DRY_RUN_SYSTEM + call_markers(nonce, *SKILL_MARKERS)},
                              {"role": "user", "content": user}],
                             role=Role.GRADER, schema=DRY_RUN_SCHEMA)
-    except BudgetExhausted:
-        raise
     except LLMError as err:
         return Measurement(unscored("dim8", f"dry-run judge failed ({err.kind}): {err}"), "dry_run", 0)
     if reply.truncated:

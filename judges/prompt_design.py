@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from judges.llm import LLMClient, skill_messages
 from judges.replies import last_json_object
 from judges.settings import Role
-from judges.usage import BudgetExhausted, LLMError
+from judges.usage import LLMError
 from scoring.document import SkillDocument
 from scoring.frontmatter_rules import quoted_phrases
 from workspace.test_prompts import TestPrompt
@@ -78,8 +78,6 @@ def design_prompts(client: LLMClient, model: str, doc: SkillDocument, skill_name
     try:
         reply = client.chat("design:prompts", model, skill_messages(DESIGN_SYSTEM, doc.text), role=Role.DESIGNER,
                             schema=DESIGN_SCHEMA)
-    except BudgetExhausted:
-        raise
     except LLMError as err:
         return offline_prompts(doc, skill_name), f"{OFFLINE_FALLBACK}: {err.kind}"
     if reply.truncated:

@@ -24,7 +24,7 @@ from judges.replies import last_json_object
 from judges.settings import Role
 from judges.structure_judge import FILE_MARKERS, quotable
 from judges.tokens import count_tokens
-from judges.usage import BudgetExhausted, LLMError
+from judges.usage import LLMError
 from scoring.boilerplate import inserted_units
 from scoring.edit_guards import check_edit
 from scoring.edits import SKILL_FILE, Edit, EditRefused, apply_edit, check_budget
@@ -190,8 +190,6 @@ def propose_checked(backend, request) -> Proposal:
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
             candidates = backend.candidates(request, feedback)
-        except BudgetExhausted:
-            raise
         except LLMError as err:
             unavailable = ProposalRefusal(RefusalKind.UNAVAILABLE, f"proposer unavailable ({err.kind}): {err}")
             return Proposal(None, None, attempt, (*refusals, unavailable), unavailable=True)
@@ -231,8 +229,6 @@ def rewrite_online(client: LLMClient, model: str, text: str) -> str | None:
     try:
         reply = client.chat("rewriter", model, skill_messages(REWRITE_SYSTEM, text), role=Role.EDITOR,
                             reply_cap=rewrite_cap(client, model, text))
-    except BudgetExhausted:
-        raise
     except LLMError:
         return None
     if reply.truncated:

@@ -20,7 +20,7 @@ from judges.llm import SKILL_MARKERS, LLMClient, call_markers
 from judges.replies import last_json_object
 from judges.rubric_text import REVIEW_ROLES, ROLE_FOCUS
 from judges.settings import Role
-from judges.usage import BudgetExhausted, LLMError
+from judges.usage import LLMError
 from scoring.formula import dim10_score
 from scoring.model import DimensionScore, unscored
 
@@ -126,8 +126,6 @@ def review_role(client: LLMClient, model: str, role: str, skill_text: str, diff:
         reply = client.chat(f"review:{role}", model, [{"role": "system", "content": system},
                                                       {"role": "user", "content": user}], role=Role.JUDGE,
                             schema=FINDINGS_SCHEMA)
-    except BudgetExhausted:
-        raise
     except LLMError:
         return None, ""
     return (None if reply.truncated else parse_findings(reply.text, role)), reply.text

@@ -20,7 +20,7 @@ from judges.llm import SKILL_MARKERS, LLMClient, call_markers
 from judges.replies import Unscored, fold, last_json_object, quote_in_text, substantive
 from judges.rubric_text import SAFETY_RED_LINE, STRUCTURE_DIMS, STRUCTURE_SCHEMA, STRUCTURE_SYSTEM
 from judges.settings import Role
-from judges.usage import BudgetExhausted, LLMError
+from judges.usage import LLMError
 from scoring.model import DimensionScore, Reference, unscored
 from scoring.skill_view import SKILL_FILE, SkillView
 
@@ -178,8 +178,6 @@ def judge_once(client: LLMClient, model: str, judge: str, skill: SkillView | str
         try:
             reply = client.chat(f"judge:{judge}", model, build_messages(skill, refs, nonce), role=Role.JUDGE,
                                 schema=structure_schema(skill))
-        except BudgetExhausted:
-            raise
         except LLMError as err:
             return Verdict(judge, model, unscored_reason=f"{judge}: no reply ({err.kind}): {err}", raw=raw, attempts=attempt,
                            unscored_kind=Unscored.NO_REPLY)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from judges.settings import Role
-from judges.usage import BudgetExhausted, LLMError
+from judges.usage import LLMError
 from scoring.skill_view import SKILL_FILE, SourceFile, skill_view
 
 if TYPE_CHECKING:
@@ -103,8 +103,6 @@ def _probe(client: LLMClient, model: str) -> str | None:
     try:
         reply = client.chat("target:tool-probe", model, list(PROBE), role=Role.TARGET, tools=[READ_FILE_TOOL],
                             tool_choice="required", reply_cap=64)
-    except BudgetExhausted:
-        raise
     except LLMError as err:
         if err.kind != "bad_request":
             raise  # the server is away: nothing is learned, the answer that asked fails as any call would

@@ -16,9 +16,12 @@ class LLMError(RuntimeError):
         super().__init__(message)
 
 
-class BudgetExhausted(LLMError):
-    def __init__(self, message: str):
-        super().__init__("budget", message)
+class BudgetExhausted(RuntimeError):
+    """The run's hard LLM budget is spent. Not an LLMError on purpose: a grader handles a failed call by marking its
+    dimensions unscored, and a budget that could be caught that way would turn the hard stop into "unscored" — the run
+    stops at it instead, every record kept, and says which budget."""
+
+    kind = "budget"
 
 
 @dataclass(frozen=True)

@@ -139,3 +139,14 @@ def test_concurrency_is_bounded(server: ScriptedOpenAI):
     for t in threads:
         t.join()
     assert peak[0] == 2 and client.usage.calls == 6
+
+
+def test_the_hard_budget_is_not_an_llm_error_a_grader_could_mark_unscored():
+    """Graders turn an LLMError into unscored dimensions; a spent budget must stop the run instead, whichever grader
+    meets it first — so it is outside that tree, and no grader has to remember to re-raise it."""
+    try:
+        raise BudgetExhausted("LLM call budget reached (3/3 calls, LUBAN_MAX_LLM_CALLS)")
+    except LLMError:  # what every grader catches
+        pytest.fail("a grader's `except LLMError` caught the hard budget")
+    except BudgetExhausted as err:
+        assert err.kind == "budget" and "LUBAN_MAX_LLM_CALLS" in str(err)
