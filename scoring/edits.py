@@ -17,9 +17,10 @@ from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
 
+from scoring.skill_view import SKILL_FILE  # what an edit changes unless it names a file SKILL.md references
+
 DEFAULT_BUDGET = 0.10
 SIZE_CAP = 1.5
-SKILL_FILE = "SKILL.md"  # what an edit changes unless it names one of the Markdown files SKILL.md references
 
 
 class EditRefused(ValueError):

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from workspace.atomic import atomic_write
 from workspace.layout import Workspace
+from workspace.skill_source import SKILL_FILE
 
 KEEP_LATEST_ROUNDS = 5
 _ROUND_FILE = re.compile(r"^round(\d+)-(?:modified|candidate)\.md$")
@@ -119,12 +120,12 @@ class ManifestWriter:
 
 
 def save_round_backup(run_dir: Path, skill: str, round_number: int, data: bytes, kind: str = "modified",
-                      file: str = "SKILL.md") -> Path:
+                      file: str = SKILL_FILE) -> Path:
     """``kind``: "modified" (the version a round ended with) or "candidate" (an edit saved before it is
     written, so a crash between writing and scoring leaves no version on disk that exists nowhere else); ``file``:
     the skill's file the data is (a candidate of a referenced file is saved under its path, / as __)."""
     name = "baseline.md" if round_number == 0 else f"round{round_number}-{kind}.md"
-    if file != "SKILL.md":
+    if file != SKILL_FILE:
         name = f"round{round_number}-{kind}.{file.replace('/', '__')}"
     target = run_dir / skill / name
     atomic_write(target, data)

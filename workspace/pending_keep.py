@@ -22,6 +22,7 @@ from pathlib import Path
 
 from workspace.atomic import atomic_write
 from workspace.results_tsv import ResultRow, ResultsFile
+from workspace.skill_source import SKILL_FILE
 
 
 def pending_path(results_tsv: Path) -> Path:
@@ -37,7 +38,7 @@ class PendingKeep:
     row: ResultRow  # a keep's row is complete but for the commit column, which only the keep itself can give
     kept_sha256: str = ""  # a keep: the text being kept
     rejected_sha256: str = ""  # a rejection: the edit going into rejected_edits.md
-    file: str = "SKILL.md"  # the skill's file whose kept text ``kept_sha256`` is
+    file: str = SKILL_FILE  # the skill's file whose kept text ``kept_sha256`` is
 
     def save(self, results_tsv: Path) -> None:
         atomic_write(pending_path(results_tsv), json.dumps({"row": self.row.to_line().split("\t"),
@@ -54,7 +55,7 @@ def load(results_tsv: Path) -> PendingKeep | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return PendingKeep(ResultRow.from_cells(list(data["row"])), str(data["kept_sha256"]), str(data.get("rejected_sha256", "")),
-                           str(data.get("file", "SKILL.md")))
+                           str(data.get("file", SKILL_FILE)))
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(f"{path}: not a pending keep Luban wrote ({err}); move it away and resume again") from None
 

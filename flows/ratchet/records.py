@@ -9,6 +9,7 @@ from flows.ratchet.trial import Trial
 from flows.state.run import Run
 from judges.backend import Evaluation
 from workspace.results_tsv import ResultRow, Status
+from workspace.skill_source import SKILL_FILE
 
 
 def record_row(run: Run, skill: str, round_no: int, status: Status, source: Trial | Evaluation | None = None, **fields) -> ResultRow:
@@ -28,7 +29,7 @@ def build_row(run: Run, skill: str, round_no: int, status: Status, source: Trial
 
 
 def keep_and_record(run: Run, skill: str, round_no: int, trial: Trial, edit: dict[str, Any] | None,
-                    file: str = "SKILL.md", **fields) -> ResultRow:
+                    file: str = SKILL_FILE, **fields) -> ResultRow:
     """Keep the edit of ``file`` in place and write its row, as one step a kill cannot split (``recorded_step``)."""
     from workspace.pending_keep import text_sha
 
@@ -39,7 +40,7 @@ def keep_and_record(run: Run, skill: str, round_no: int, trial: Trial, edit: dic
 
 
 def recorded_step(run: Run, skill: str, row: ResultRow, effect: Callable[[], object], kept_sha256: str = "",
-                  rejected_sha256: str = "", file: str = "SKILL.md") -> ResultRow:
+                  rejected_sha256: str = "", file: str = SKILL_FILE) -> ResultRow:
     """A decision's effect and its row as one step a kill cannot split: the row is saved as pending with what proves
     the effect happened (the text kept, or the edit rejected), then the effect, then the row with the commit the
     effect made; a resume completes or drops the pending row from that proof (``workspace.pending_keep``)."""
