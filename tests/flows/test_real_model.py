@@ -115,7 +115,7 @@ def test_evaluate_full_scores_an_example_within_minutes(server: RealServer, skil
     # SmolLM2 on llama-cpp-python answers a read_file probe in text (llama.cpp's own server, with or without --jinja,
     # does the same): the target is given each skill's referenced files inline, and every such answer is counted
     assert run["server"]["target_files"] == {"smollm2": "files inline: asked to call read_file, the model answered in text"}
-    assert run["fallbacks"]["target given the skill's files inline (it makes no tool calls)"] >= 3, run["fallbacks"]
+    assert run["fallbacks"]["target given the skill's files inline (it makes no tool calls)"] >= 1, run["fallbacks"]  # one per answer given
     assert took < 400, f"evaluate took {took:.0f} s"  # about 2½ minutes at the suite's caps on 2 cores
     print(f"\nluban evaluate --mode full, 1 skill, against SmolLM2: {took:.0f} s, {run['usage']['calls']} calls, "
           f"fallbacks {run['fallbacks']}")
