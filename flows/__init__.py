@@ -1,6 +1,6 @@
 """Prefect flows for Phase 0–6, the ratchet, scale-out, and the ``luban`` commands.
 
-The layers, and the one direction imports take (tests/flows/test_layers.py reads
+The layers, and the one direction imports take (tests/test_layers.py reads
 every import, at the top of a module or inside a function, and fails on any
 against this rule and on any cycle):
 

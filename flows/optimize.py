@@ -19,7 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 from pydantic import BaseModel, PrivateAttr
 
-from flows.interaction.checkpoints import Approval, as_approval
+from flows.interaction.approvals import Approval, as_approval
 from flows.interaction.interrupt import keep_terminal_handler
 from flows.phases import baseline as phase_baseline
 from flows.phases import held_out_gate

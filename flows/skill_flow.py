@@ -8,7 +8,7 @@ from the records, as ``--resume`` does — the baseline row, the test prompts,
 rejected_edits.md, the batch's kept edits in git — runs the rounds in the
 worktree, and leaves a hand-back record: its outcome, the samples it took, its
 notices. The parent reads that record rather than a Prefect result because the
-workspace is what every machine of the batch shares already (README, "Scale
+workspace is what every machine of the batch shares already (docs/scale-out.md, "Scale
 out"); then it merges the branches in baseline order and takes the
 cross-skill steps itself, as it does for ``--parallel``.
 

@@ -21,6 +21,8 @@ from judges.llm import LLMClient
 from judges.replies import last_json_object
 from judges.server import MODEL_SETTINGS, ServerFacts, probe, serves
 from judges.settings import ENV_NAMES, Role, Settings
+from judges.structure_judge import judge_once
+from judges.target_tools import tool_calls_refused
 from judges.usage import LLMError
 
 EXAMPLE_SKILL = Path(__file__).with_name("doctor_example.md")
@@ -120,7 +122,7 @@ def _dialect(client: LLMClient, settings: Settings) -> Check:
 def _target_files(client: LLMClient, settings: Settings) -> Check:
     """How the target will read a skill's files: its read_file tool, or given them inline (judges/target_tools.py)."""
     try:
-        why_not = client.tool_support.why_not(client, settings.target_model)
+        why_not = tool_calls_refused(client, settings.target_model)
     except LLMError as err:
         return Check("target files", False, str(err), "see the error")
     if why_not is None:
@@ -179,8 +181,6 @@ def _timed(client: LLMClient, settings: Settings, calls: int) -> float:
 
 def _judge(client: LLMClient, settings: Settings, tries: int = 3) -> Check:
     """The structure judge on a shipped example skill, as a run calls it: how many of its verdicts are usable."""
-    from judges.structure_judge import judge_once
-
     text = EXAMPLE_SKILL.read_text(encoding="utf-8")
     verdicts = [judge_once(client, settings.judge_model, f"doctor-{i + 1}", text, ()) for i in range(tries)]
     usable = [v for v in verdicts if v.unscored_reason is None]

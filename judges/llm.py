@@ -42,7 +42,7 @@ from judges.structured_output import (
     refuses_format,
     response_format,
 )
-from judges.target_tools import ToolSupport
+from judges.tool_support import ToolSupport
 from judges.usage import CallRecord, LLMError, Usage
 
 CONNECT_TIMEOUT = 10.0

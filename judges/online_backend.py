@@ -20,6 +20,7 @@ from judges.performance import (
     measure_pairs,
 )
 from judges.prompt_design import design_prompts
+from judges.proposer import propose_online, rewrite_online
 from judges.review import needs_review, run_review
 from judges.settings import Settings
 from judges.structure_judge import Verdict, combine, judge_once
@@ -157,14 +158,10 @@ class OnlineBackend:
         return design_prompts(self.client, self.settings.editor_model, parse(as_text(text)), skill_name)
 
     def candidates(self, request: ProposalRequest, feedback: str | None) -> list[Edit]:
-        from judges.proposer import propose_online
-
         edit = propose_online(self.client, self.settings.editor_model, request, feedback)
         return [edit] if edit else []
 
     def rewrite(self, text: str, skill_name: str, files: frozenset[str]) -> str | None:
-        from judges.proposer import rewrite_online
-
         return rewrite_online(self.client, self.settings.editor_model, as_text(text))
 
     def held_out(self, text, skill_name, files, prompts, first_reading=0, sources=()) -> float | None:

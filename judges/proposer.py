@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from judges.backend import Backend, ProposalRequest
 from judges.llm import SKILL_MARKERS, LLMClient, call_markers, skill_messages
 from judges.replies import last_json_object
 from judges.settings import Role
@@ -70,7 +71,7 @@ def edit_schema(text: str, references: tuple[tuple[str, str], ...] = ()) -> dict
     return schema
 
 
-def build_messages(request, feedback: str | None, nonce: str) -> list[dict[str, str]]:
+def build_messages(request: ProposalRequest, feedback: str | None, nonce: str) -> list[dict[str, str]]:
     markers = (*SKILL_MARKERS, *FILE_MARKERS) if request.references else SKILL_MARKERS
     system = PROPOSER_SYSTEM.format(budget=request.budget, dim=request.target_dim) + call_markers(nonce, *markers)
     parts = [f"Target: {request.target_dim} ({DIM_NAMES.get(request.target_dim, '')})."]
@@ -93,7 +94,7 @@ class UnusableReply(ValueError):
     """The editor answered, but not with an edit Luban can read: said back to it as feedback on the next attempt."""
 
 
-def propose_online(client: LLMClient, model: str, request, feedback: str | None) -> Edit | None:
+def propose_online(client: LLMClient, model: str, request: ProposalRequest, feedback: str | None) -> Edit | None:
     """The editor's one edit; None when its reply holds none. Raises LLMError when the editor cannot be reached,
     UnusableReply when its reply stopped at the cap."""
     reply = client.chat("proposer", model, build_messages(request, feedback, secrets.token_hex(8)), role=Role.EDITOR,
@@ -152,7 +153,7 @@ class Proposal:
         return sum(r.kind is kind for r in self.refusals)
 
 
-def check(edit: Edit, request) -> tuple[str | None, ProposalRefusal | None, float]:
+def check(edit: Edit, request: ProposalRequest) -> tuple[str | None, ProposalRefusal | None, float]:
     """(the edited file's text, None, edit %) when the edit passes every check, else (None, why, 0)."""
     text = request.text_of(edit.file)
     if text is None:
@@ -184,7 +185,7 @@ def seen_from(files: frozenset[str], file: str) -> frozenset[str]:
     return frozenset(posixpath.relpath(f, folder) for f in files) if folder else files
 
 
-def propose_checked(backend, request) -> Proposal:
+def propose_checked(backend: Backend, request: ProposalRequest) -> Proposal:
     refusals: list[ProposalRefusal] = []
     feedback: str | None = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
@@ -207,6 +208,33 @@ def propose_checked(backend, request) -> Proposal:
         if not candidates or backend.exact:  # offline gives all its candidates at once
             break
     return Proposal(None, None, attempt, tuple(refusals))
+
+
+# Editor calls one round may spend looking for an edit that passes its checks, over every dimension it tries: an
+# editor that has failed this often on one text (a small model that cannot quote the skill exactly, say) is not
+# going to find one by being asked about more dimensions, and each call costs a reply of up to its cap.
+MAX_EDITOR_CALLS = 6
+
+
+def first_checked_edit(backend: Backend, requests: list[ProposalRequest]) -> Proposal | None:
+    """The first checked edit, trying each dimension's request in turn; when none has one, a proposal without an edit
+    that says why (each refusal: a guard, the budget, a repeat), or None when no dimension was asked at all.
+
+    An unreachable editor ends the search with its failed proposal: every other dimension would ask the same server.
+    """
+    refusals: list[ProposalRefusal] = []
+    attempts = 0
+    for request in requests:
+        if not backend.exact and attempts >= MAX_EDITOR_CALLS:
+            refusals.append(ProposalRefusal(RefusalKind.GAVE_UP,
+                                            f"stopped after {attempts} editor calls without an edit that passes its checks"))
+            break
+        proposal = propose_checked(backend, request)
+        if proposal.edit is not None or proposal.unavailable:
+            return proposal
+        attempts += proposal.attempts
+        refusals += [r.for_dim(request.target_dim) for r in proposal.refusals]
+    return Proposal(None, None, attempts, tuple(refusals)) if requests else None
 
 
 REWRITE_SYSTEM = """You rewrite an agent skill (SKILL.md) from scratch to raise its rubric score: reorganise its structure

@@ -6,7 +6,7 @@ the same through the OpenAI tools API: a bounded loop (``target_tool_reads`` rea
 each capped at 64 KB when read, no link out of it, and never the author's ``evals/`` material except the files the
 case itself names. Which files an answer read is recorded, and the grader is told.
 
-Whether the server and model make tool calls at all is asked once per model and run (``ToolSupport``), as structured
+Whether the server and model make tool calls at all is asked once per model and run (``judges.tool_support``), as structured
 output is negotiated: one probe that asks for a ``read_file`` call. A server that refuses ``tools``, or a model that
 answers in text instead (SmolLM2 on llama.cpp does), gets SKILL.md and the files it references inline, within
 ``target_context_tokens``, instead — counted as a fallback on every answer that took it.
@@ -15,18 +15,15 @@ answers in text instead (SmolLM2 on llama.cpp does), gets SKILL.md and the files
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from judges.settings import Role
+from judges.llm import LLMClient, ToolCall
+from judges.settings import Role, Settings
+from judges.tokens import count_tokens
 from judges.usage import LLMError
 from scoring.skill_view import SKILL_FILE, SourceFile, skill_view
-
-if TYPE_CHECKING:
-    from judges.llm import LLMClient, ToolCall
-    from judges.settings import Settings
 
 READ_FILE_TOOL = {"type": "function", "function": {
     "name": "read_file",
@@ -80,23 +77,10 @@ def read_in_skill(skill: TargetSkill, path: str, case_files: tuple[str, ...] = (
     return source.text, True
 
 
-class ToolSupport:
-    """Whether each target model makes tool calls, asked once per model and run (one thread asks, the rest wait)."""
-
-    def __init__(self) -> None:
-        self._decided: dict[str, str | None] = {}  # model -> None (it does) or why not
-        self._lock = threading.Lock()
-
-    def why_not(self, client: LLMClient, model: str) -> str | None:
-        """None when ``model`` calls tools; else why it gets the files inline."""
-        with self._lock:
-            if model not in self._decided:
-                self._decided[model] = _probe(client, model)
-            return self._decided[model]
-
-    def facts(self) -> dict[str, str]:
-        with self._lock:
-            return {m: "read_file tool" if why is None else f"files inline: {why}" for m, why in self._decided.items()}
+def tool_calls_refused(client: LLMClient, model: str) -> str | None:
+    """None when ``model`` makes tool calls (asked once per model and run, then remembered by the client); else why
+    it gets the skill's files inline."""
+    return client.tool_support.why_not(model, lambda name: _probe(client, name))
 
 
 def _probe(client: LLMClient, model: str) -> str | None:
@@ -135,7 +119,7 @@ def case_note(case_files: tuple[str, ...], access: str) -> str:
 def answer_with_skill(client: LLMClient, settings: Settings, skill: TargetSkill, request: str,
                       case_files: tuple[str, ...] = ()) -> TargetAnswer:
     """The with-skill answer: the tool loop, or the files inline when the model makes no tool calls."""
-    if client.tool_support.why_not(client, settings.target_model) is not None:
+    if tool_calls_refused(client, settings.target_model) is not None:
         return _inline(client, settings, skill, request, case_files)
     messages: list[dict[str, Any]] = [{"role": "system", "content": skill_system(skill)},
                                       {"role": "user", "content": request + case_note(case_files, TOOL)}]
@@ -186,6 +170,4 @@ def _inline(client: LLMClient, settings: Settings, skill: TargetSkill, request: 
 
 
 def _counter(settings: Settings) -> Callable[[str], int]:
-    from judges.tokens import count_tokens
-
     return lambda text: count_tokens(text, settings.target_model)[0]

@@ -8,10 +8,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from scoring.model import DimensionScore
+
+class Scored(Protocol):
+    """What the arithmetic reads of a dimension's score (``scoring.model.DimensionScore`` is one): the formula stays
+    below the model, which builds its totals with it."""
+
+    @property
+    def dim(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def weight(self) -> int: ...
+
 
 _TENTH = Decimal("0.1")
 
@@ -22,7 +34,7 @@ def round1(value: float | Decimal) -> float:
     return float(exact.quantize(_TENTH, rounding=ROUND_HALF_UP))
 
 
-def total_of(dims: Iterable[DimensionScore]) -> float:
+def total_of(dims: Iterable[Scored]) -> float:
     """Σ(score × weight) / 10 over the scored dimensions, at one decimal."""
     points = sum(
         (Decimal(repr(float(d.score))) * d.weight for d in dims if d.score is not None),
@@ -31,7 +43,7 @@ def total_of(dims: Iterable[DimensionScore]) -> float:
     return round1(points / 10)
 
 
-def points_covered(dims: Iterable[DimensionScore]) -> int:
+def points_covered(dims: Iterable[Scored]) -> int:
     """How many of the 100 points the scored dimensions stand for."""
     return sum(d.weight for d in dims if d.score is not None)
 
@@ -40,7 +52,7 @@ def points_covered(dims: Iterable[DimensionScore]) -> int:
 SOURCE_LABELS = {"rules": "rules", "formula": "formula", "llm": "model", "heuristic": "offline estimate"}
 
 
-def explain_total(dims: Iterable[DimensionScore]) -> str:
+def explain_total(dims: Iterable[Scored]) -> str:
     """Where a total's points come from, by source, and what is left unscored (never counted as zero).
 
     ``luban score`` (no model: the LLM dimensions unscored) and ``luban optimize`` offline (heuristic estimates for

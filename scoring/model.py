@@ -10,6 +10,9 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scoring.formula import explain_total, total_of
+from scoring.formula import points_covered as points_of
+
 Source = Literal["rules", "formula", "llm", "heuristic", "unscored"]
 
 # RUBRIC.md "Weights and total". Order matters: it is the order dims are shown in.
@@ -166,14 +169,12 @@ class SkillScore:
     deterministic_subtotal: float = field(init=False)
 
     def __post_init__(self) -> None:
-        from scoring.formula import points_covered, total_of
-
         by_dim = {d.dim: d for d in self.dims}
         if sorted(by_dim) != sorted(WEIGHTS):
             raise ValueError(f"a SkillScore needs exactly the ten dimensions, got {sorted(by_dim)}")
         object.__setattr__(self, "dims", tuple(by_dim[d] for d in WEIGHTS))
         object.__setattr__(self, "total", total_of(self.dims))
-        object.__setattr__(self, "points_covered", points_covered(self.dims))
+        object.__setattr__(self, "points_covered", points_of(self.dims))
         det = [by_dim[d] for d in DETERMINISTIC_DIMS]
         object.__setattr__(self, "deterministic_subtotal", total_of(det))
 
@@ -197,8 +198,6 @@ class SkillScore:
     @property
     def explained(self) -> str:
         """The total with where its points come from (rules, formula, model, offline estimate) and what is unscored."""
-        from scoring.formula import explain_total
-
         return explain_total(self.dims)
 
     def to_dict(self) -> dict[str, Any]:

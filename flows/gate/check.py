@@ -13,9 +13,13 @@ from pathlib import Path
 from flows.gate.config import RULES, ScoreConfig, Severity
 from scoring import SkillScore
 from scoring.document import MAX_BYTES, parse
+from scoring.hidden_text import strip_hidden
 from scoring.library import LibraryEntry, entry_of, library_violations
 from scoring.model import DimensionScore
+from scoring.reference_chains import deep_references, followed, onward_targets
 from scoring.rubric import score_document
+from workspace.atomic import atomic_write
+from workspace.git_revisions import changed_skills
 from workspace.skill_source import SkillSource, discover, read_at_most, read_skill, source_text
 
 EXIT_OK, EXIT_GATE, EXIT_ERROR = 0, 1, 2
@@ -92,8 +96,6 @@ def scored_entry(source: SkillSource) -> tuple[SkillScore | None, str | None, Li
 def with_reference_chains(score: SkillScore, source: SkillSource) -> SkillScore:
     """The score with a finding for each reference that leads on, more than one level deep from SKILL.md: the
     Markdown files it references are read here (inside the skill's directory, as listed) for their own links."""
-    from scoring.reference_chains import deep_references, followed, onward_targets
-
     skill_dir, onward = os.path.dirname(source.path), {}
     for name in followed(score.references):
         try:
@@ -124,12 +126,7 @@ def fix_hidden(options: ScoreOptions) -> list[str]:
     """--fix: the zero-width and bidi characters the scanner flags removed from each SKILL.md the options name (one
     atomic write per file that changes; nothing else in it is rewritten: line breaks and a BOM stay). What changed,
     a line per removal."""
-    from scoring.hidden_text import strip_hidden
-    from workspace.atomic import atomic_write
-
     if options.changed:
-        from workspace.git_revisions import changed_skills
-
         files = [c.path for c in changed_skills(Path.cwd(), options.base or "HEAD", [Path(p) for p in options.paths] or None)
                  if not c.deleted]
     else:
@@ -166,8 +163,6 @@ def collect(options: ScoreOptions) -> list[SkillResult]:
 
 
 def _collect_changed(options: ScoreOptions) -> list[SkillResult]:
-    from workspace.git_revisions import changed_skills
-
     scopes = [Path(p) for p in options.paths]
     results = []
     for change in changed_skills(Path.cwd(), options.base or "HEAD", scopes or None):

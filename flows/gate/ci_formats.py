@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TextIO
 from urllib.parse import quote
 
@@ -44,8 +46,6 @@ def breakdown(result: SkillResult) -> str:
 def write_junit(results: list[SkillResult], status: int, out: TextIO, options: ScoreOptions | None = None) -> None:
     """One testsuite for the run, one testcase per skill: a failure per gate failure, an error for an unreadable
     skill, and the rubric breakdown in system-out."""
-    import xml.etree.ElementTree as ET
-
     failed = sum(1 for r in results if r.score is not None and r.gate_failures)
     errors = sum(1 for r in results if r.score is None)
     suites = ET.Element("testsuites", name="luban score", tests=str(len(results)), failures=str(failed),
@@ -105,8 +105,6 @@ def _findings(result: SkillResult) -> list[Finding]:
 def write_sarif(results: list[SkillResult], status: int, out: TextIO, options: ScoreOptions | None = None) -> None:
     """SARIF 2.1.0: one rule per rubric check and finding kind (with help), one result per finding at its file and
     line, ignored ones as suppressed results."""
-    from importlib.metadata import PackageNotFoundError, version
-
     strict = bool(options and options.config.strict)
     rules = _rules()
     index = {rule["id"]: i for i, rule in enumerate(rules)}

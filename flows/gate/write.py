@@ -8,8 +8,9 @@ import os
 import sys
 from typing import TextIO
 
+from flows.gate import ci_formats
 from flows.gate.check import ScoreOptions, SkillResult, severity
-from flows.gate.summary import delta_cell, dim_deltas, markdown_summary, summary, summary_line, to_json_entry
+from flows.gate.summary import changed_summary, delta_cell, dim_deltas, markdown_summary, summary, summary_line, to_json_entry
 from scoring.formula import explain_total
 
 
@@ -21,8 +22,6 @@ def write(fmt: str, results: list[SkillResult], status: int, options: ScoreOptio
     elif fmt == "github":
         write_github(results, status, out, options)
     elif fmt in ("junit", "sarif"):
-        from flows.gate import ci_formats
-
         (ci_formats.write_junit if fmt == "junit" else ci_formats.write_sarif)(results, status, out, options)
     else:
         from rich.console import Console
@@ -113,8 +112,6 @@ def write_github(results: list[SkillResult], status: int, out: TextIO, options: 
     out.write(summary_line(results, status) + "\n")
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
-        from flows.gate.summary import changed_summary
-
         with open(target, "a", encoding="utf-8") as handle:
             handle.write(changed_summary(results, status, options.base) if options and options.changed
                          else markdown_summary(results, status))

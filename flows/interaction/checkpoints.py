@@ -21,23 +21,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import Literal, get_args
 from uuid import UUID
 
 from prefect.input import RunInput
 
-Approval = Literal["ui", "auto", "cli"]
+from flows.interaction.approvals import AnsweredBy, Approval, Decision
 
-
-def as_approval(value: str) -> Approval:
-    """``value`` as the Approval it names (a flow parameter arrives as a plain string)."""
-    approvals: tuple[Approval, ...] = get_args(Approval)
-    for approval in approvals:
-        if approval == value:
-            return approval
-    raise ValueError(f"--approval must be ui, auto or cli, not {value!r}")
 SHORT_WAIT = 300  # seconds: a wait this short (e.g. Step C's) holds the process; longer ones suspend when served
 
 
@@ -47,30 +36,6 @@ class ApprovalInput(RunInput):
     approve: bool = True
     choice: str = ""
     comment: str = ""
-
-
-class AnsweredBy(StrEnum):
-    UI = "ui"  # a person, through the Prefect UI's form or `luban approve`
-    CLI = "cli"  # a person, at the terminal
-    AUTO = "auto"  # nobody: approval=auto took the safe default
-    TIMEOUT = "timeout"  # nobody answered in time
-
-
-@dataclass(frozen=True)
-class Decision:
-    approved: bool
-    choice: str
-    comment: str
-    answered_by: AnsweredBy
-
-    @property
-    def timed_out(self) -> bool:
-        return self.answered_by is AnsweredBy.TIMEOUT
-
-    @property
-    def by_a_person(self) -> bool:
-        """A person answered (a consent that auto-approval or a timeout cannot give)."""
-        return self.answered_by in (AnsweredBy.UI, AnsweredBy.CLI)
 
 
 def checkpoint(name: str, summary: str, approval: Approval, default_approve: bool = True,

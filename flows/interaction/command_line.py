@@ -5,6 +5,7 @@ Imported by ``flows/cli.py`` at start-up, so it imports nothing heavy.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import typer
@@ -38,8 +39,6 @@ def prefect_defaults(home: str | None = None) -> None:
     Without PREFECT_API_URL a flow starts a temporary API server, which takes
     17–19 s on a fresh PREFECT_HOME: give it 120 s, and no analytics (no network).
     """
-    import os
-
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     # The temporary server's services log a cancelled flush as an ERROR with two tracebacks when it stops at the

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from flows.ratchet import records
+from flows.ratchet import measure, records
 from flows.ratchet.rebuild import rebuild_skill, recorded_progress
 from flows.scale.threads import side_by_side
 from flows.state.config import GO_ON, PhaseEnd, RunStop, StopKind
 from flows.state.products import Baselines, Progress, SkillState
+from flows.state.rows import RowDraft
 from flows.state.run import Run
 from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.roi import earlier_runs, roi_precheck
@@ -53,20 +54,18 @@ def _resume_skill(run: Run, skill: str, progress: Progress) -> Measured:
 
 
 def _baseline_skill(run: Run, skill: str) -> Measured:
-    from flows.ratchet import measure
-
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     calls = measure.CallCounter(run)
     card = measure.baseline(run, skill, text)
     held = measure.held_out(run, skill, text) if run.mode == "full" else ()
     run.take(state := SkillState(skill, baseline=card, best=card))
-    records.record_row(run, skill, 0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
-                     text="baseline", held_out=sum(held) / len(held) if held else None,
-                     facts={"sha": text_sha(text.encode("utf-8"))[:12]})  # a re-measure of this text shows drift
+    records.record_row(run, skill, RowDraft(0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
+                                            text="baseline", held_out=sum(held) / len(held) if held else None,
+                                            facts={"sha": text_sha(text.encode("utf-8"))[:12]}))  # a re-measure shows drift
     save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
     if skill in run.measure_only:  # paused: this baseline is the new evidence its alerts read next time
-        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.PAUSED,
-                           text="paused by an alert: measured, not edited")
+        records.record_row(run, skill, RowDraft(0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.PAUSED,
+                                                text="paused by an alert: measured, not edited"))
         return Measured(state, going_on=False)
     lowest = min(d.score for d in card.score.dims if d.score is not None)
     total = run.incumbent_total(skill)
@@ -79,11 +78,12 @@ def _baseline_skill(run: Run, skill: str) -> Measured:
         if not answer.approved:
             roi = replace(roi, decision="skip", reason=f"{roi.reason} (skipped: {answer.answered_by})")
     if roi.decision == "skip":
-        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.ROI, text=roi.reason)
+        records.record_row(run, skill, RowDraft(0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.ROI,
+                                                text=roi.reason))
         return Measured(state, going_on=False)
     if card.review_blocking:  # an open P0 (or three P1) blocks the next phase for this skill
-        records.record_row(run, skill, 0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.REVIEW_BLOCKED,
-                         text="the review gate has open findings that block optimization; fix them first")
+        records.record_row(run, skill, RowDraft(0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.REVIEW_BLOCKED,
+                                                text="the review gate has open findings that block optimization; fix them first"))
         return Measured(state, going_on=False)
     return Measured(state)
 

@@ -14,6 +14,7 @@ from flows.ratchet.rebuild import kept_edits
 from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.products import Optimized, SkillOutcome
+from flows.state.rows import RowDraft
 from flows.state.run import Run
 from judges.usage import BudgetExhausted
 from scoring.formula import round1
@@ -23,7 +24,8 @@ from workspace import meta_learnings
 from workspace import profile as profile_store
 from workspace.git_ratchet import CommitKind
 from workspace.governance_records import now_iso
-from workspace.rejected_edits import SKILL_FILE, RejectReason, edit_sha256
+from workspace.pending_keep import text_sha
+from workspace.rejected_edits import SKILL_FILE, RejectReason, edit_sha256, save
 from workspace.results_tsv import ResultRow, Status
 
 
@@ -160,8 +162,6 @@ def _step_b(run: Run, skill: str, outcome: SkillOutcome, base: tuple[float, ...]
 def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
     """Step B's decision taking effect: the undone edit rejected, the file back to before it, and the row — the
     restored text measured first, so the row can wait as pending until the rollback commit proves it."""
-    from workspace.pending_keep import text_sha
-
     ratchet = run.editor.git
     assert ratchet is not None  # the gate runs in full mode
     history = ratchet.history()
@@ -178,18 +178,17 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
     # measured afresh: its older samples were this run's too
     run.best[skill] = measure.baseline(run, skill, restored.text, restored.sources)
     digest = edit_sha256(undone.old, undone.new, undone.file) if undone is not None else ""
-    row = records.build_row(run, skill, run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
-                          measured=restored.samples(run, skill), dim=last_keep.dim_changed,
-                          facts={"held_out_fail": "true", "step": "B", "sha256": digest,
-                                 "reason": RejectReason.HELD_OUT_DEGRADED},
-                          text="held-out declined while main rose: rolled back the last kept edit")
+    draft = RowDraft(run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
+                     measured=restored.samples(run, skill), dim=last_keep.dim_changed,
+                     facts={"held_out_fail": "true", "step": "B", "sha256": digest, "reason": RejectReason.HELD_OUT_DEGRADED},
+                     text="held-out declined while main rose: rolled back the last kept edit")
 
     def reject_and_roll_back() -> None:
         if undone is not None and digest not in {e.sha256 for e in run.buffers[skill].entries}:
             reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED)
         ratchet.rollback_to_previous_keep(skill)
 
-    records.recorded_step(run, skill, row, reject_and_roll_back, kept_sha256=text_sha(restored_file), file=file)
+    records.recorded_step(run, skill, draft, reject_and_roll_back, kept_sha256=text_sha(restored_file), file=file)
     run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": last_keep.commit,
                                    "to_version": run.commit(), "reason": RejectReason.HELD_OUT_DEGRADED})
     return True
@@ -222,7 +221,6 @@ def _step_d(run: Run, skill: str, main_delta: float, held_delta: float, step_b_s
         last = run.buffers[skill].entries[-1] if run.buffers[skill].entries else None
         if last is not None:
             run.buffers[skill] = run.buffers[skill].with_status(last.number, "permanent_block")
-            from workspace.rejected_edits import save
 
             save(run.workspace.rejected_edits(skill), run.buffers[skill])
     if step_b_streak >= 2:

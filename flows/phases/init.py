@@ -13,21 +13,28 @@ from prefect import get_run_logger
 from flows.phases import resume
 from flows.phases.governance import choose_mode, raise_alerts, serve_holds
 from flows.phases.preflight import Refused, find_skills, recorded_rows
+from flows.ratchet import records
 from flows.ratchet.effects import PrefectEffects
+from flows.ratchet.tasks import PrefectMeasurements
 from flows.server.limits import BatchBudget, llm_gate, open_batch_budget
 from flows.state.config import ConsumerVerdict, Response, RunConfig
+from flows.state.rows import RowDraft
 from flows.state.run import Run, RunOptions
-from judges.backend import Backend, make_backend
+from judges.backend import Backend
+from judges.backend_factory import make_backend
+from judges.consumer_baseline import consumer_baseline
 from judges.server import probe as probe_server
 from judges.settings import Settings, resolve
 from workspace import meta_learnings, rejected_edits, run_marker
 from workspace import profile as profile_store
-from workspace.file_ratchet import FileRatchet, check_readonly
+from workspace.file_ratchet import FileRatchet, check_readonly, readonly_state
 from workspace.git_ratchet import GitRatchet
-from workspace.git_repository import GitStateError, init_repository, open_repository
+from workspace.git_repository import BRANCH_PREFIX, GitStateError, init_repository, open_repository
 from workspace.layout import MODES, Mode, Workspace, new_stamped_dir
 from workspace.manifest import ManifestWriter
 from workspace.results_tsv import ResultsFile, Status, Stop
+from workspace.run_branches import delete_merged
+from workspace.skill_source import read_skill, source_text
 
 RunRefused = Refused  # the run cannot start; the message says why and what to do
 
@@ -118,7 +125,7 @@ def _open_run(scope: _Scope, settings: Settings, flow_run_id: str | None) -> tup
     verdict = recorded_verdict(workspace.root, scope.marker, options.resume, backend) or consumer_verdict(workspace.mode, backend)
     config = RunConfig(options, workspace.mode, verdict, settings.keep_runs)
     run = Run(config, workspace, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, PrefectEffects(),
-              manifest, flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
+              PrefectMeasurements(), manifest, flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
     return run, undone
 
 
@@ -144,9 +151,6 @@ def _say_how_it_started(run: Run, scope: _Scope, undone: list[str]) -> None:
 def _say_where_it_starts(run: Run, git) -> None:
     """Run branches already merged where this run starts are deleted; a start on an earlier run's unmerged branch
     (it builds on that run's edits) is said, never taken silently."""
-    from workspace.git_repository import BRANCH_PREFIX
-    from workspace.run_branches import delete_merged
-
     deleted = delete_merged(git.repo, keep=git.branch, base=git.base)
     if deleted:
         run.effects.notice(f"deleted {len(deleted)} run branch(es) already merged into {git.base}: {', '.join(deleted)}")
@@ -171,7 +175,7 @@ def _read_records(run: Run, scope: _Scope) -> None:
         resume.settle_interrupted_keeps(run, scope.skills)
     for skill, error in scope.unreadable.items():
         run.effects.notice(f"{skill}: not optimized: {error}")
-        run.record(skill, 0, Status.ERROR, None, stop=Stop.UNREADABLE, text=error)
+        records.record_row(run, skill, RowDraft(0, Status.ERROR, stop=Stop.UNREADABLE, text=error))
     run.skills = [s for s in scope.skills if _allowed(run, s)]
     if not run.options.evaluate_only:  # governance is the optimizer's: an evaluation only measures
         raise_alerts(run)
@@ -189,8 +193,6 @@ def shared_budget(settings, budget_id: str | None):
 
 def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
     """skill → why it cannot be scored, read the way `luban score` reads (bounded, regular files, no links out)."""
-    from workspace.skill_source import read_skill, source_text
-
     found = {}
     for skill in skills:
         _, error = source_text(read_skill(skills_dir / skill / "SKILL.md"))
@@ -216,9 +218,8 @@ def _allowed(run: Run, skill: str) -> bool:
     if frozen is not None:
         length = f"{frozen.runs_left} more run(s), or " if frozen.runs_left is not None else ""
         run.effects.notice(f"{skill}: frozen since {frozen.since} ({frozen.reason}); {length}'luban lift {skill}' lifts it")
-        run.record(skill, 0, Status.SKIP, None, stop=Stop.FROZEN, text=frozen.reason)
+        records.record_row(run, skill, RowDraft(0, Status.SKIP, stop=Stop.FROZEN, text=frozen.reason))
         return False
-    from workspace.file_ratchet import readonly_state
 
     if readonly_state(run.workspace, skill):
         run.effects.notice(f"{skill}: under read-only protection; skipped")
@@ -247,7 +248,6 @@ def consumer_verdict(mode: str, backend) -> ConsumerVerdict:
         return ConsumerVerdict.not_tested("quick mode")
     if backend.exact:
         return ConsumerVerdict.not_tested(f"{backend.kind} backend")
-    from judges.consumer_baseline import consumer_baseline
 
     capability, response = consumer_baseline(backend.client, backend.settings, backend.cache)
     return ConsumerVerdict(capability, Response(response))

@@ -8,12 +8,24 @@ CLI), so the rules live here once.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
+
+from flows.interaction.approvals import Approval
+from judges.server import probe, refusal
+from judges.settings import SettingsError, resolve
+from scoring.document import parse
+from scoring.governance.mode_router import route
+from scoring.validation import scan_references
+from workspace.layout import default_root
+from workspace.lock import holder, repository_lock
+from workspace.results_tsv import ResultsFile
+from workspace.skill_source import list_files, read_skill, source_text
 
 MODES = ("quick", "full", "auto")
-APPROVALS = ("ui", "auto", "cli")  # Approval's values: flows/interaction/checkpoints.py imports Prefect, this may not
+APPROVALS: tuple[Approval, ...] = get_args(Approval)
 
 
 class Refused(ValueError):
@@ -62,7 +74,7 @@ def check_fan_out(fan_out_to: str | None, approval: str, mode: str) -> None:
 
     if not PREFECT_API_URL.value():
         raise Refused("--fan-out-to needs a Prefect server with workers on the deployment's pool: set PREFECT_API_URL "
-                      "(README, 'Scale out'); on one machine, use --parallel N instead")
+                      "(docs/scale-out.md); on one machine, use --parallel N instead")
 
 
 def find_skills(skills_dir: str, named: tuple[str, ...] | list[str]) -> Scope:
@@ -107,11 +119,6 @@ def check_git(scope: Scope, init_git: bool, resume: bool) -> None:
 def check_server(llm: dict[str, Any] | None, skills_dir: Path) -> None:
     """The model server can serve the run: it answers, takes the key and serves every configured model
     (``judges.server``: two GETs, seconds at most). Offline there is nothing to check."""
-    import os
-
-    from judges.server import probe, refusal
-    from judges.settings import SettingsError, resolve
-
     try:
         settings = resolve(llm, os.environ, skills_dir / "luban.toml")
     except SettingsError as err:
@@ -124,8 +131,6 @@ def check_server(llm: dict[str, Any] | None, skills_dir: Path) -> None:
 
 
 def check_lock(lock_path: Path) -> None:
-    from workspace.lock import holder
-
     who = holder(lock_path)
     if who:
         raise Refused(f"{lock_path.parent} is in use by another Luban run ({who}); wait for it to finish "
@@ -135,7 +140,6 @@ def check_lock(lock_path: Path) -> None:
 def check_repository_lock(skills_dir: Path) -> None:
     """A full-mode run holds its git repository, whatever its workspace (workspace.lock.repository_lock)."""
     from workspace.git_repository import GitStateError, open_repository
-    from workspace.lock import holder, repository_lock
 
     try:
         repo = open_repository(skills_dir)
@@ -148,8 +152,6 @@ def check_repository_lock(skills_dir: Path) -> None:
 
 
 def lock_path(skills_dir: Path, workspace: str | None) -> Path:
-    from workspace.layout import default_root
-
     return (Path(workspace).resolve() if workspace else default_root(skills_dir)) / "luban.lock"
 
 
@@ -157,11 +159,6 @@ def routed(scope: Scope, records: int, workspace_root: Path | None = None, domai
     """The mode router's reading of the batch: the skill that most needs full mode decides (RUBRIC's M). Each skill
     is read with the files it references and its reverts in either mode's records (under ``workspace_root``);
     ``domain_factor``: the correction a person's repeated overrides earned (``record_override``)."""
-    from scoring.document import parse
-    from scoring.governance.mode_router import route
-    from scoring.validation import scan_references
-    from workspace.skill_source import list_files, read_skill, source_text
-
     routes = []
     for skill in scope.skills:
         # Read as `luban score` reads (a FIFO opened plainly would hang the run here, a link out would be followed);
@@ -176,8 +173,6 @@ def routed(scope: Scope, records: int, workspace_root: Path | None = None, domai
 
 
 def _reverts(workspace_root: Path | None, skill: str) -> int:
-    from workspace.results_tsv import ResultsFile
-
     if workspace_root is None:
         return 0
     return sum(row.status == "revert" for path in sorted(workspace_root.glob(f"*/{skill}/results.tsv"))
@@ -185,8 +180,6 @@ def _reverts(workspace_root: Path | None, skill: str) -> int:
 
 
 def recorded_rows(workspace_root: Path) -> int:
-    from workspace.results_tsv import ResultsFile
-
     return sum(len(ResultsFile(p).rows()) for p in workspace_root.glob("*/*/results.tsv"))
 
 

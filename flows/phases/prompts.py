@@ -7,6 +7,7 @@ from pathlib import Path
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.products import Designed
 from flows.state.run import Run
+from judges import fallbacks
 from workspace import author_evals, test_prompts
 from workspace.test_prompts import TestPrompt
 
@@ -75,7 +76,6 @@ def _authors_prompts(run: Run, skill: str, path: Path) -> list[TestPrompt] | Non
 def _designed(run: Run, skill: str, text: str) -> list:
     """The designer's prompts; when it fell back to the offline design, the run says so and counts it."""
     from flows.ratchet import tasks
-    from judges import fallbacks
 
     prompts, how = tasks.design_prompts(run.backend, text, skill)
     taken = fallbacks.design(how)

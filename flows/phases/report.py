@@ -9,19 +9,25 @@ from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.ratchet import records
+from flows.ratchet.measure import skill_files, skill_sources
 from flows.state.products import SkillOutcome
+from flows.state.rows import RowDraft
 from flows.state.run import Run
+from judges import eval_records
+from judges.offline_strategies import MECHANICAL, dims_needing_a_model
 from scoring.dim8 import needs_full_test
 from scoring.governance.charts import chart_png
 from scoring.governance.meta_review import meta_review
 from scoring.governance.mode_feedback import mode_feedback
 from scoring.governance.report import RunFacts, latest_runs, render
+from workspace import profile as profile_store
 from workspace import run_branches, run_marker
 from workspace.eval_outputs import write_eval_outputs
 from workspace.governance_records import mode_history, write_meta_review, write_report
 from workspace.layout import Mode
 from workspace.library_status import library_status, rows_for_table
 from workspace.manifest import prune_evaluations, prune_runs, rotate_backups
+from workspace.results_tsv import Status
 from workspace.run_branches import Handoff
 
 
@@ -90,8 +96,6 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
 def _eval_records(run: Run) -> None:
     """Each measured skill's grading per case and its benchmark, in the run's folder in skill-creator's shapes
     (judges/eval_records.py); the assertions that pass or fail with and without the skill alike, said as notices."""
-    from judges import eval_records
-
     settings = run.backend.settings
     for skill in sorted(set(run.baselines) | set(run.best)):
         card = run.best.get(skill) or run.baselines.get(skill)
@@ -107,8 +111,6 @@ def _eval_records(run: Run) -> None:
 
 
 def _guards(run: Run) -> tuple[str, ...]:
-    from workspace import profile as profile_store
-
     held = profile_store.load(run.workspace.profile).oscillation_guard
     return tuple(f"{g.dim}: {', '.join(g.skills) or 'every skill'} ({g.runs_left} run(s) left)" for g in held
                  if g.mode in (None, str(run.mode)))
@@ -129,8 +131,6 @@ def _totals(run: Run) -> tuple[str, ...]:
 
 def _needs_a_model(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
     """Offline, Luban only makes mechanical fixes: say, per skill, which dimensions under full marks need a model."""
-    from judges.offline_strategies import MECHANICAL, dims_needing_a_model
-
     found = []
     for skill in sorted(set(outcomes) | set(run.baselines)):
         need = dims_needing_a_model(run.incumbent(skill).means())
@@ -146,14 +146,12 @@ def _counter_example_6(run: Run, outcomes: dict[str, SkillOutcome]) -> str:
     if run.backend.exact or skill is None:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
                 f"({run.backend.kind} backend): dim8 is not a measured result in this report")
-    from flows.ratchet.measure import skill_files, skill_sources
-    from workspace.results_tsv import Status
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
     card = run.backend.evaluate(text, skill, skill_files(run, skill), Mode.FULL, run.prompts.get(skill, []),
                                 sources=skill_sources(run, skill))
-    records.record_row(run, skill, 99, Status.SKIP, card, facts={"check": "counter_example_6"},
-                     text="one full test because over 30 % of dim8 scores were dry runs")
+    records.record_row(run, skill, RowDraft(99, Status.SKIP, card, facts={"check": "counter_example_6"},
+                                            text="one full test because over 30 % of dim8 scores were dry runs"))
     return f"over 30 % dry runs: ran one full test on {skill}: dim8 {card.score.dim('dim8').score} ({card.eval_mode})"
 
 

@@ -13,6 +13,9 @@ from functools import partial
 from pathlib import Path
 
 from flows.phases.preflight import Refused
+from flows.ratchet.rebuild import rebuild_inserted
+from flows.scale.child import wait_for_children
+from flows.scale.worktrees import gather
 from flows.state.run import Run, RunOptions
 from workspace import pending_keep
 from workspace.file_ratchet import FileRatchet
@@ -77,12 +80,8 @@ def resume_ratchet(workspace: Workspace, skills: list[str]):
 def settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
     """A keep a kill split from its row gets its row (or is dropped, when the keep never happened); the blocks kept
     edits inserted are read back from git, so the boilerplate rule sees the whole run."""
-    from flows.ratchet.rebuild import rebuild_inserted
-    from flows.scale.worktrees import gather
-
     ratchet = run.editor
     if ratchet.git is not None:  # a batch that fanned out to workers: its children may still be going
-        from flows.scale.child import wait_for_children
 
         for name in wait_for_children(ratchet.git.branch):
             run.effects.notice(f"{name}: its child flow run was still going when the batch resumed; waited for it")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import hashlib
 from dataclasses import replace
 
 from prefect.artifacts import create_markdown_artifact
@@ -15,9 +16,11 @@ from flows.ratchet.trial import Outcome, try_edit
 from flows.scale.fan_out import fan_out
 from flows.state.config import PhaseEnd, RunStop, StopKind
 from flows.state.products import Optimized, SkillOutcome
+from flows.state.rows import RowDraft
 from flows.state.run import Run
 from judges.usage import BudgetExhausted
-from scoring.model import DIM_NAMES
+from scoring.governance.report import decision_lines
+from scoring.model import DIM_NAMES, WEIGHTS
 from workspace.atomic import atomic_write
 from workspace.manifest import save_round_backup
 from workspace.pending_keep import text_sha
@@ -165,32 +168,28 @@ def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) ->
         return replace(outcome, ends_run=RunStop(StopKind.NO_ANSWER, f"no answer at the checkpoint after {skill}: resumable "
                                                                      "with 'luban optimize --resume'"))
     if not answer.approved:
-        _restore_original(run, skill, outcome, answer.comment)
+        restore_original(run, skill, outcome, answer.comment)
         # the summary says what the skill ends with: the original, every kept edit undone
         return replace(outcome, after=outcome.before, stop=Stop.USER_REJECTED, reverted=outcome.reverted + outcome.kept, kept=0)
     return outcome
 
 
-def _restore_original(run: Run, skill: str, outcome: SkillOutcome, comment: str) -> None:
+def restore_original(run: Run, skill: str, outcome: SkillOutcome, comment: str) -> None:
     """A person's no at the skill's checkpoint taking effect: the original back as the kept version, and its row, as
     one recorded step (the original's SHA-256 proves it on resume)."""
     original = run.editor.original_text(skill)
-    row = records.build_row(run, skill, run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
-                            measured=run.ledger.of(skill, original.decode("utf-8")), stop=Stop.USER_REJECTED,
-                            text=f"restored the original: {comment}")
-    records.recorded_step(run, skill, row, lambda: run.editor.restore_original(skill), kept_sha256=text_sha(original))
+    draft = RowDraft(run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
+                     measured=run.ledger.of(skill, original.decode("utf-8")), stop=Stop.USER_REJECTED,
+                     text=f"restored the original: {comment}")
+    records.recorded_step(run, skill, draft, lambda: run.editor.restore_original(skill), kept_sha256=text_sha(original))
 
 
 def _order(dim: str) -> int:
-    from scoring.model import WEIGHTS
-
     return list(WEIGHTS).index(dim)
 
 
 def _decisions_table(run: Run, skill: str) -> str:
     """Each decision of this run with its evidence: what decided it, Δ, the bound, the samples and the calls."""
-    from scoring.governance.report import decision_lines
-
     rows = run.results(skill).rows()
     start = max((i for i, r in enumerate(rows) if r.status == Status.BASELINE), default=0)
     return "\n".join(decision_lines(rows[start:]))
@@ -198,8 +197,6 @@ def _decisions_table(run: Run, skill: str) -> str:
 
 def _key(skill: str) -> str:
     """An artifact key (lowercase ASCII letters, digits, dashes); a hash keeps two non-ASCII names apart."""
-    import hashlib
-
     key = "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in skill.lower())
     return key if key == skill else f"{key}-{hashlib.sha256(skill.encode()).hexdigest()[:8]}"
 
@@ -230,14 +227,13 @@ def exploratory_rewrite(run: Run, skill: str, consented: bool = False) -> bool:
     trial = try_edit(run, skill, round_no, Version(current, files), Version(rewritten, files), None)  # as any edit
     facts = {"strategy": "exploratory-rewrite"}
     if trial.outcome is Outcome.KEEP:
-        records.keep_and_record(run, skill, round_no, trial, None, dim="rewrite", facts=facts,
-                              text="Phase 2.5 exploratory rewrite beat the saved best")
-        assert trial.evaluation is not None  # a kept trial was evaluated in full
-        run.best[skill] = trial.evaluation
-        Version(rewritten, files).kept(run, skill)
+        draft = records.trial_draft(trial, round_no, Status.KEEP, dim="rewrite", facts=facts,
+                                    text="Phase 2.5 exploratory rewrite beat the saved best")
+        records.keep_and_record(run, skill, draft, trial, None, Version(rewritten, files))
         return True
-    row = records.build_row(run, skill, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP, trial,
-                            dim="rewrite", facts=facts, stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
-                            text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
-    records.recorded_step(run, skill, row, lambda: run.editor.rollback(skill))  # nothing to reject: a rewrite has no edit
+    draft = records.trial_draft(trial, round_no, Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP,
+                                dim="rewrite", facts=facts,
+                                stop=Stop.BUDGET if trial.outcome is Outcome.ABANDON else Stop.REWRITE_NOT_BETTER,
+                                text=f"Phase 2.5 rewrite did not beat the saved best: {trial.why}")
+    records.recorded_step(run, skill, draft, lambda: run.editor.rollback(skill))  # nothing to reject: a rewrite has no edit
     return False

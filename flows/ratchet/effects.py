@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from flows.interaction import events
-from flows.interaction.checkpoints import Approval, Decision, checkpoint
+from flows.interaction.approvals import Approval, Decision
+from flows.interaction.checkpoints import checkpoint
 from flows.ratchet.tasks import append_row
 from flows.state.effects import CheckpointKeys, KeptHere, Notices
 from workspace.results_tsv import Repair, ResultRow

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import NamedTuple
 
-from prefect.futures import PrefectFuture
-
-from flows.ratchet import measure, records, tasks
+from flows.ratchet import measure, records
 from flows.ratchet.trial import Outcome, Trial, try_edit
 from flows.state.config import Quality, RunStop, StopKind
+from flows.state.measurements import Pending
 from flows.state.products import SkillOutcome
+from flows.state.rows import RowDraft
 from flows.state.run import Run
 from judges.backend import Evaluation, ProposalRequest
 from judges.proposer import Proposal, RefusalKind
@@ -29,8 +29,11 @@ from scoring.diagnosis import diagnose
 from scoring.document import parse
 from scoring.edit_guards import adds_words
 from scoring.edits import SKILL_FILE, Edit
+from scoring.notes import fact_float
 from scoring.skill_view import SourceFile
 from scoring.validation import scan_references
+from workspace import profile as profile_store
+from workspace.governance_records import now_iso
 from workspace.manifest import save_round_backup
 from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.rejected_edits import save as save_rejected
@@ -42,21 +45,24 @@ CEILING_DELTA = 2.0
 def optimize_skill(run: Run, skill: str, max_rounds: int | None = None, start_round: int = 1,
                    on_round: Callable[[str, int, str], None] = lambda skill, round_no, status: None,
                    ahead: ProposalAhead | None = None) -> SkillOutcome:
-    """Propose → measure → decide → apply, until a stop; the skill's outcome, from its kept text's samples."""
-    outcome = SkillOutcome(skill, run.incumbent_total(skill), run.incumbent_total(skill), 0, Stop.MAX_ROUNDS)
+    """Propose → measure → decide → apply, until a stop; the skill's outcome, from its kept version's samples."""
+    kept = measure.Version.on_disk(run, skill)
+    outcome = SkillOutcome(skill, measure.total(run, skill, kept), measure.total(run, skill, kept), 0, Stop.MAX_ROUNDS)
     last_round = start_round + (max_rounds or run.max_rounds) - 1
     small_gains = _small_gains_so_far(run, skill) if start_round > 1 else 0
     for round_no in range(start_round, last_round + 1):
-        text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-        proposal, stop, spent = next_proposal(run, skill, text, ahead)
+        proposal, stop, spent = next_proposal(run, skill, kept.text, ahead)  # propose
         if stop is not None or proposal is None:
             record_stop(run, skill, round_no, stop or Stop.NO_EDIT, proposal, spent)
             return replace(outcome, stop=stop or Stop.NO_EDIT, ends_run=RunStop(StopKind.BUDGET, spent) if spent else None)
-        trial = attempt(run, skill, round_no, text, proposal)
+        candidate = put_in_place(run, skill, round_no, proposal)
+        trial = try_candidate(run, skill, round_no, kept, candidate, proposal)  # measure, decide
         small_gains = small_gains + 1 if trial.kept and trial.gain < CEILING_DELTA else 0  # kept rounds in a row
-        ahead = _propose_after_keep(run, skill, proposal, trial) if trial.kept and small_gains < 2 and round_no < last_round else None
-        apply(run, skill, round_no, text, proposal, trial)
-        outcome = outcome.after_round(trial.kept, trial.outcome is Outcome.REJECT, run.incumbent_total(skill),
+        more = trial.kept and small_gains < 2 and round_no < last_round
+        ahead = propose_ahead(run, skill, candidate.text, trial.evaluation) if more and trial.evaluation else None
+        apply(run, skill, round_no, kept, proposal, trial)  # keep or roll back, and record: one step
+        kept = candidate if trial.kept else kept
+        outcome = outcome.after_round(trial.kept, trial.outcome is Outcome.REJECT, measure.total(run, skill, kept),
                                       round_no - start_round + 1)
         on_round(skill, round_no, trial.decision.verdict.value if trial.decision else trial.outcome.value)
         stop = trial.stop or (Stop.CEILING if small_gains >= 2 else None)
@@ -77,55 +83,74 @@ def _small_gains_so_far(run: Run, skill: str) -> int:
     return count
 
 
-def attempt(run: Run, skill: str, round_no: int, text: str, proposal: Proposal) -> Trial:
-    """Put the candidate in place (backed up first), then try it against the kept version."""
+def put_in_place(run: Run, skill: str, round_no: int, proposal: Proposal) -> measure.Version:
+    """The candidate on disk, the kept file backed up first: the version the judges will read."""
     edit = proposal.edit
     assert edit is not None and proposal.edited_text is not None
-    before = measure.Version(text, measure.skill_sources(run, skill))
     run.editor.pre_edit(skill, edit.file)
     save_round_backup(run.run_dir, skill, round_no, proposal.edited_text.encode("utf-8"), kind="candidate",
                       file=edit.file)
     run.editor.write_skill(skill, proposal.edited_text, edit.file)
-    after = measure.Version.on_disk(run, skill)
-    return try_edit(run, skill, round_no, before, after, edit.target_dim, ever_reverted(run, skill),
-                    adds_words(before.file_text(edit.file), edit), edit.file)
+    return measure.Version.on_disk(run, skill)
 
 
-def apply(run: Run, skill: str, round_no: int, text_before: str, proposal: Proposal, trial: Trial) -> None:
-    """The round's one effect path. Kept: commit, then record. Not kept: remember the edit, roll back, record,
-    emit — in that order, so a crash before the rollback can never let the same edit be tried again."""
+def try_candidate(run: Run, skill: str, round_no: int, kept: measure.Version, candidate: measure.Version,
+                  proposal: Proposal) -> Trial:
+    """The candidate tried against the kept version (``try_edit``), told what the edit aims at and whether it adds words."""
     edit = proposal.edit
     assert edit is not None
-    facts: dict[str, object] = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
-                                "rejected_hits": proposal.count(RefusalKind.REPEAT)}
-    calls = trial.calls + (0 if run.backend.exact else proposal.attempts)  # one editor call per attempt
-    if edit.file != SKILL_FILE:
-        facts["file"] = edit.file
-    if trial.outcome is Outcome.KEEP:
-        records.keep_and_record(run, skill, round_no, trial, asdict(edit), dim=edit.target_dim, facts=facts, calls=calls,
-                              text=edit.describe(), edit_pct=proposal.edit_pct, file=edit.file)
-        run.inserted.add(inserted_units(text_before, edit, skill), skill)
-        assert trial.evaluation is not None  # a kept trial was evaluated in full
-        run.best[skill] = trial.evaluation
-        measure.Version.on_disk(run, skill).kept(run, skill)  # compared from now on on samples its keep did not choose
+    return try_edit(run, skill, round_no, kept, candidate, edit.target_dim, ever_reverted(run, skill),
+                    adds_words(kept.file_text(edit.file), edit), edit.file)
+
+
+def apply(run: Run, skill: str, round_no: int, before: measure.Version, proposal: Proposal, trial: Trial) -> None:
+    """The round's one effect path, one recorded step either way (its row pending, the effect, its row complete).
+    Kept: commit, then the kept version's card, samples and inserted lines. Not kept: remember the edit, then roll
+    back — in that order, so a crash before the rollback can never let the same edit be tried again."""
+    edit = proposal.edit
+    assert edit is not None
+    draft = records.trial_draft(trial, round_no, _status(trial), dim=edit.target_dim, facts=_facts(run, proposal, trial),
+                                calls=trial.calls + (0 if run.backend.exact else proposal.attempts),  # an editor call an attempt
+                                text=edit.describe() if trial.kept else f"{trial.why}; {edit.describe()}",
+                                edit_pct=proposal.edit_pct)
+    if trial.kept:
+        def insert() -> None:
+            run.inserted.add(inserted_units(before.file_text(edit.file), edit, skill), skill)
+
+        records.keep_and_record(run, skill, draft, trial, asdict(edit), measure.Version.on_disk(run, skill), edit.file,
+                                also=insert)
         return
-    status = Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
-    if trial.outcome is Outcome.REJECT:
-        facts["sha256"], facts["reason"] = edit_sha256(edit.old, edit.new, edit.file), trial.reason
-    row = records.build_row(run, skill, round_no, status, trial, dim=edit.target_dim, facts=facts, calls=calls,
-                          text=f"{trial.why}; {edit.describe()}", edit_pct=proposal.edit_pct)
 
     def reject_and_roll_back() -> None:
         if trial.outcome is Outcome.REJECT:  # first: a kill after it can never let the edit be tried again
             reject(run, skill, edit, trial.reason or RejectReason.SCORE_REGRESSION)
         run.editor.rollback(skill, edit.file)
+        if trial.outcome is Outcome.REJECT:
+            run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)),
+                                                       "from_version": "edited", "to_version": run.commit() or "kept",
+                                                       "reason": trial.reason})
+        if trial.freeze:
+            freeze(run, skill, "Safety red line hit by a judge", runs=None)
 
-    records.recorded_step(run, skill, row, reject_and_roll_back, rejected_sha256=str(facts.get("sha256", "")))
+    records.recorded_step(run, skill, draft, reject_and_roll_back, rejected_sha256=str(draft.facts.get("sha256", "")))
+
+
+def _status(trial: Trial) -> Status:
+    return Status.KEEP if trial.kept else Status.REVERT if trial.outcome is Outcome.REJECT else Status.SKIP
+
+
+def _facts(run: Run, proposal: Proposal, trial: Trial) -> dict[str, object]:
+    """The note's facts of an attempt: the strategy, what the editor expected, how many proposals it took, repeats
+    refused, the file when it is not SKILL.md, and — for a rejected edit — its digest and why."""
+    edit = proposal.edit
+    assert edit is not None
+    facts: dict[str, object] = {"strategy": edit.strategy, "expected": edit.expected_gain, "proposals": proposal.attempts,
+                                "rejected_hits": proposal.count(RefusalKind.REPEAT)}
+    if edit.file != SKILL_FILE:
+        facts["file"] = edit.file
     if trial.outcome is Outcome.REJECT:
-        run.effects.emit("luban.rollback", skill, {"skill_path": str(run.workspace.skill_file(skill)), "from_version": "edited",
-                                       "to_version": run.commit() or "kept", "reason": trial.reason})
-    if trial.freeze:
-        freeze(run, skill, "Safety red line hit by a judge", runs=None)
+        facts["sha256"], facts["reason"] = edit_sha256(edit.old, edit.new, edit.file), trial.reason
+    return facts
 
 
 def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Proposal | None, spent: str = "") -> None:
@@ -137,7 +162,7 @@ def record_stop(run: Run, skill: str, round_no: int, stop: Stop, proposal: Propo
         why = proposal.reason if stop is Stop.PROPOSER_UNAVAILABLE else f"no edit passed its checks: {proposal.reason}"
     else:
         why = "no applicable edit for any dimension"
-    records.record_row(run, skill, round_no, Status.SKIP, None, stop=stop, text=why[:2000])
+    records.record_row(run, skill, RowDraft(round_no, Status.SKIP, stop=stop, text=why[:2000]))
 
 
 def next_proposal(run: Run, skill: str, text: str,
@@ -207,26 +232,20 @@ def references_to_offer(text: str, files: frozenset[str], sources: tuple[SourceF
 
 def propose_for(run: Run, skill: str, text: str, card: Evaluation) -> Proposal | None:
     """The first dimension, in diagnosis order, for which the proposer has a checked edit (None: no dimension has one)."""
-    return tasks.propose(run.backend, proposal_requests(run, skill, text, card))
+    return run.measurements.propose(run.backend, proposal_requests(run, skill, text, card)).result()
 
 
 class ProposalAhead(NamedTuple):
     """A proposal asked for before its round, and the text it was asked for (it is used only on that text)."""
 
     text: str
-    proposal: PrefectFuture
-
-
-def _propose_after_keep(run: Run, skill: str, kept: Proposal, trial: Trial) -> ProposalAhead:
-    assert kept.edit is not None and kept.edited_text is not None and trial.evaluation is not None  # kept: all there
-    text = kept.edited_text if kept.edit.file == SKILL_FILE else run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    return propose_ahead(run, skill, text, trial.evaluation)
+    proposal: Pending[Proposal | None]
 
 
 def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> ProposalAhead:
     """Ask for the next round's edit now, in the background: committing and recording a kept edit needs no model,
     and the proposal depends only on the kept text, its score card and the rejected edits, which keeping leaves alone."""
-    return ProposalAhead(text, tasks.propose.submit(run.backend, proposal_requests(run, skill, text, card)))
+    return ProposalAhead(text, run.measurements.propose(run.backend, proposal_requests(run, skill, text, card)))
 
 
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:
@@ -242,8 +261,6 @@ def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str =
 
 def hit_to_submit(rows) -> float:
     """Proposals refused for repeating a rejected edit, over proposals made, across the skill's recorded attempts."""
-    from scoring.notes import fact_float
-
     notes = [r.note for r in rows if r.status in (Status.KEEP, Status.REVERT)]
     proposals = sum(fact_float(n, "proposals") or 1 for n in notes)
     return round(sum(fact_float(n, "rejected_hits") or 0 for n in notes) / proposals, 2) if proposals else 0.0
@@ -251,9 +268,6 @@ def hit_to_submit(rows) -> float:
 
 def freeze(run: Run, skill: str, reason: str, runs: int | None) -> None:
     """Hold the skill out of the next runs: ``runs`` of them (Phase 0 counts them down), or until a person lifts it."""
-    from workspace import profile as profile_store
-    from workspace.governance_records import now_iso
-
     def change(p: profile_store.LubanProfile) -> None:
         p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), runs_left=runs)
 

@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from flows.state.config import Quality
 from flows.state.ledger import text_id
+from flows.state.measurements import Pending
 from judges.backend import Evaluation, Resample, readings
 from judges.sampling import evaluation_samples, resample_samples
 from scoring.edits import SKILL_FILE
 from scoring.keep_decision import Measured, Noise, SamplePlan
 from scoring.skill_view import SourceFile, sources_digest
+from workspace import void_replies
 from workspace.layout import Mode
 from workspace.skill_source import list_files, read_sources
 
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 HELD_OUT_SAMPLES = 3  # graded calls per held-out prompt and version: the gate compares means, not one call each
 BASELINE_JUDGE_SAMPLES = 4  # a kept text's first measurement: enough judge calls that its own spread says something
+M = TypeVar("M", Evaluation, Resample)
 OFFLINE_NOISE = Noise(0.0, 10**6)  # the offline stand-ins are deterministic: their noise is known to be none
 
 
@@ -101,51 +105,66 @@ def version(run: Run, skill: str, text: str, sources: tuple[SourceFile, ...] | N
 
 def evaluate(run: Run, skill: str, text: str, ever_reverted: bool = False) -> Evaluation:
     """A full evaluation (the score card, the gates, dim8), its samples added to the ledger."""
-    return evaluate_ahead(run, skill, text, ever_reverted).result()
+    return recorded(run, evaluate_ahead(run, skill, text, ever_reverted))
+
+
+@dataclass(frozen=True)
+class Taking(Generic[M]):
+    """A measurement under way, and what its samples are added to when it is read: the skill, the version the ledger
+    names, the text (for its void replies), and how its value becomes samples."""
+
+    skill: str
+    text: str
+    version: str
+    pending: Pending[M]
+    samples: Callable[[M], Measured]
+
+
+def recorded(run: Run, *takings: Taking[M] | None) -> M:
+    """Wait for each measurement, then add its samples to the ledger and keep its fallbacks and void replies: the one
+    place a measurement joins the run's evidence. The first one's value."""
+    values = []
+    for taking in takings:
+        if taking is None:  # nothing was asked for
+            continue
+        value = taking.pending.result()
+        run.ledger.add(taking.skill, taking.version, taking.samples(value))
+        run.ledger.note_fallbacks(taking.skill, value.fallbacks)
+        about = {"skill": taking.skill, "text": text_id(taking.text)}
+        void_replies.append(run.workspace.void_replies(taking.skill), [about | entry for entry in value.void_replies()])
+        values.append(value)
+    return values[0]
 
 
 def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False, diff: str = "",
-                   sources: tuple[SourceFile, ...] | None = None):
-    """``evaluate`` started in the background; ``.result()`` adds the samples when it is read.
+                   sources: tuple[SourceFile, ...] | None = None) -> Taking[Evaluation]:
+    """``evaluate`` started (in the background where the run's measurements run so); ``recorded`` reads it.
     ``diff``: what changed since the kept version, for the review gate to see; ``sources``: the skill's other files
     as this version has them (as on disk when not given)."""
-    from flows.ratchet import tasks
-
     sources = skill_sources(run, skill) if sources is None else sources
     name = version(run, skill, text, sources)
     first = run.ledger.reserve_readings(skill, name, readings(evaluation_mode(run), evaluation=True))
     key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, name), sources,
                           ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest(), first_reading=first)
-    future = tasks.evaluate.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first, sources)
-    return _Recorded(future, lambda ev: _with_fallbacks(run, skill, text, ev, run.ledger.add(skill, name, evaluation_samples(ev))))
+    pending = run.measurements.evaluate(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
+                                        evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first, sources)
+    return Taking(skill, text, name, pending, evaluation_samples)
 
 
-def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool, sources: tuple[SourceFile, ...] | None = None):
-    """More judge calls (and dim8 once more) on ``text`` (with ``sources``, as ``evaluate_ahead``), in the background."""
-    from flows.ratchet import tasks
-
+def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool,
+                   sources: tuple[SourceFile, ...] | None = None) -> Taking[Resample] | None:
+    """More judge calls (and dim8 once more) on ``text`` (with ``sources``, as ``evaluate_ahead``); None when that is
+    nothing."""
     if not judges and not dim8:
-        return _Nothing()
+        return None
     sources = skill_sources(run, skill) if sources is None else sources
     name = version(run, skill, text, sources)
     first = run.ledger.reserve_readings(skill, name, readings(evaluation_mode(run), judges, dim8))
     key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, name), sources,
                           judges=judges, dim8=dim8, first_reading=first)
-    future = tasks.resample.submit(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                   evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first, sources)
-    return _Recorded(future, lambda more: _with_fallbacks(run, skill, text, more,
-                                                                 run.ledger.add(skill, name, resample_samples(more))))
-
-
-def _with_fallbacks(run: Run, skill: str, text: str, measured: Evaluation | Resample, samples: Measured) -> Measured:
-    """The measurement's fallbacks counted, and every reply that gave no score kept as received."""
-    from workspace import void_replies
-
-    run.ledger.note_fallbacks(skill, measured.fallbacks)
-    about = {"skill": skill, "text": text_id(text)}
-    void_replies.append(run.workspace.void_replies(skill), [about | entry for entry in measured.void_replies()])
-    return samples
+    pending = run.measurements.resample(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
+                                        evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first, sources)
+    return Taking(skill, text, name, pending, resample_samples)
 
 
 @dataclass(frozen=True)
@@ -188,7 +207,8 @@ def measure_both(run: Run, skill: str, incumbent: Version, candidate: Version, p
     """One more look: both versions measured side by side, as ``plan`` asks; their samples so far."""
     first = resample_ahead(run, skill, candidate.text, plan.candidate_judges, plan.candidate_dim8, candidate.sources)
     second = resample_ahead(run, skill, incumbent.text, plan.incumbent_judges, plan.incumbent_dim8, incumbent.sources)
-    first.result(), second.result()
+    if first is not None or second is not None:
+        recorded(run, first, second)
     return incumbent.comparable(run, skill), candidate.samples(run, skill)
 
 
@@ -204,10 +224,11 @@ def baseline(run: Run, skill: str, text: str, sources: tuple[SourceFile, ...] | 
     judges_in_evaluation = 1 if evaluation_mode(run) == "quick" else 2
     evaluation = evaluate_ahead(run, skill, text, sources=sources)
     if run.options.evaluate_only:  # a score card, not the start of a ratchet: no edit's noise to weigh against
-        return evaluation.result()
+        return recorded(run, evaluation)
     more = resample_ahead(run, skill, text, BASELINE_JUDGE_SAMPLES - judges_in_evaluation, True, sources)
-    more.result()
-    return evaluation.result()
+    card = recorded(run, evaluation)
+    recorded(run, more)
+    return card
 
 
 def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
@@ -215,23 +236,27 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
 
     They join the text's earlier grades in the ledger (for the noise), but the gate compares these: the same
     text graded now against its baseline grades is how a drifting grader shows."""
-    from flows.ratchet import tasks
-
     count = 1 if run.backend.exact or run.options.evaluate_only else HELD_OUT_SAMPLES
     files = skill_files(run, skill)
     sources = skill_sources(run, skill)
     name = version(run, skill, text, sources)
     first = run.ledger.reserve_readings(skill, name, count)
-    futures = [tasks.held_out.submit(run.backend, measurement_key(run, "held-out", skill, text,
-                                                                  run.ledger.next_index("held-out", skill, name),
-                                                                  first_reading=first + i, sources=sources),
-                                     text, skill, files, run.prompts.get(skill, []), first + i, sources)
+    futures = [run.measurements.held_out(run.backend, measurement_key(run, "held-out", skill, text,
+                                                                      run.ledger.next_index("held-out", skill, name),
+                                                                      first_reading=first + i, sources=sources),
+                                         text, skill, files, run.prompts.get(skill, []), first + i, sources)
                for i in range(count)]
     graded = [f.result() for f in futures]
     values = tuple(v for v in graded if v is not None)
     run.ledger.note_fallbacks(skill, ["held-out grade unscored"] * (len(graded) - len(values)))
     run.ledger.add_held_out(skill, name, values)
     return values
+
+
+def total(run: Run, skill: str, version: Version) -> float:
+    """The version's total: the mean over all its samples, or its score card's before it has any."""
+    measured = version.samples(run, skill)
+    return measured.total() if measured.dims else run.best[skill].score.total
 
 
 def noise(run: Run) -> dict[str, Noise]:
@@ -251,23 +276,3 @@ class CallCounter:
 
     def spent(self) -> int:
         return (self.usage.calls - self.start) if self.usage else 0
-
-
-class _Recorded:
-    """A measurement running in the background; ``result()`` waits for it and adds its samples to the ledger, once."""
-
-    def __init__(self, future, record):
-        self.future, self.record, self.value = future, record, None
-
-    def result(self):
-        if self.value is None:
-            self.value = self.future.result()
-            self.record(self.value)
-        return self.value
-
-
-class _Nothing:
-    """Nothing to measure: waits for nothing."""
-
-    def result(self) -> None:
-        return None

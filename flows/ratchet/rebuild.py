@@ -10,6 +10,7 @@ from flows.state.products import Progress, SkillState
 from flows.state.run import Run
 from scoring.boilerplate import inserted_units
 from scoring.edits import Edit
+from scoring.notes import parse_note
 from workspace.git_ratchet import CommitKind, GitRatchet, LubanCommit
 from workspace.results_tsv import Status, Stop
 
@@ -18,8 +19,6 @@ def recorded_progress(run: Run, skill: str) -> Progress | None:
     """(baseline total, last recorded round, why it stopped or None) for the skill's last run.
 
     The stop is the row's ``stop`` column; rows written before it existed kept it in the note as ``stop=…``."""
-    from scoring.notes import parse_note
-
     rows = run.results(skill).rows()
     starts = [i for i, r in enumerate(rows) if r.status == Status.BASELINE]
     if not starts or rows[starts[-1]].new_score is None:

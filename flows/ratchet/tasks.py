@@ -15,8 +15,9 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from flows.state.measurements import Pending
 from judges.backend import Backend, Evaluation, ProposalRequest, Resample
-from judges.proposer import Proposal, ProposalRefusal, RefusalKind, propose_checked
+from judges.proposer import Proposal, first_checked_edit
 from scoring.skill_view import SourceFile
 from workspace.layout import Mode
 from workspace.results_tsv import Repair, ResultRow, ResultsFile
@@ -44,30 +45,8 @@ def resample(backend: Backend, key: str, text: str, skill: str, files: tuple[str
 
 @task(name="propose-edit", cache_policy=NO_CACHE)
 def propose(backend: Backend, requests: list[ProposalRequest]) -> Proposal | None:
-    """The first checked edit, trying each dimension's request in turn; when none has one, a proposal without an edit
-    that says why (each refusal: a guard, the budget, a repeat), or None when no dimension was asked at all.
-
-    An unreachable editor ends the search with its failed proposal: every other dimension would ask the same server.
-    """
-    refusals: list[ProposalRefusal] = []
-    attempts = 0
-    for request in requests:
-        if not backend.exact and attempts >= MAX_EDITOR_CALLS:
-            refusals.append(ProposalRefusal(RefusalKind.GAVE_UP,
-                                            f"stopped after {attempts} editor calls without an edit that passes its checks"))
-            break
-        proposal = propose_checked(backend, request)
-        if proposal.edit is not None or proposal.unavailable:
-            return proposal
-        attempts += proposal.attempts
-        refusals += [r.for_dim(request.target_dim) for r in proposal.refusals]
-    return Proposal(None, None, attempts, tuple(refusals)) if requests else None
-
-
-# Editor calls one round may spend looking for an edit that passes its checks, over every dimension it tries: an
-# editor that has failed this often on one text (a small model that cannot quote the skill exactly, say) is not
-# going to find one by being asked about more dimensions, and each call costs a reply of up to its cap.
-MAX_EDITOR_CALLS = 6
+    """``judges.proposer.first_checked_edit``: never cached, since a proposal depends on the rejected edits so far."""
+    return first_checked_edit(backend, requests)
 
 
 @task(name="design-test-prompts", cache_policy=NO_CACHE)
@@ -84,3 +63,25 @@ def held_out(backend: Backend, key: str, text: str, skill: str, files: frozenset
 @task(name="record-results-row", retries=2, retry_delay_seconds=0.2, cache_policy=NO_CACHE)
 def append_row(results_tsv: Path, row: ResultRow) -> Repair | None:
     return ResultsFile(results_tsv).append(row)
+
+
+class PrefectMeasurements:
+    """``flows.state.measurements.Measurements`` as Prefect tasks: each one submitted (it runs in the background, a
+    task run a person sees in the UI), and every measurement cached under its key."""
+
+    def evaluate(self, backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: Mode,
+                 prompts: list[TestPrompt], ever_reverted: bool, diff: str, first_reading: int,
+                 sources: tuple[SourceFile, ...]) -> Pending[Evaluation]:
+        return evaluate.submit(backend, key, text, skill, files, mode, prompts, ever_reverted, diff, first_reading, sources)
+
+    def resample(self, backend: Backend, key: str, text: str, skill: str, files: tuple[str, ...], mode: Mode,
+                 prompts: list[TestPrompt], judges: int, dim8: bool, first_reading: int,
+                 sources: tuple[SourceFile, ...]) -> Pending[Resample]:
+        return resample.submit(backend, key, text, skill, files, mode, prompts, judges, dim8, first_reading, sources)
+
+    def held_out(self, backend: Backend, key: str, text: str, skill: str, files: frozenset[str],
+                 prompts: list[TestPrompt], first_reading: int, sources: tuple[SourceFile, ...]) -> Pending[float | None]:
+        return held_out.submit(backend, key, text, skill, files, prompts, first_reading, sources)
+
+    def propose(self, backend: Backend, requests: list[ProposalRequest]) -> Pending[Proposal | None]:
+        return propose.submit(backend, requests)

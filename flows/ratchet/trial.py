@@ -73,9 +73,10 @@ def try_edit(run: Run, skill: str, round_no: int, before: Version, after: Versio
         evaluation_ahead = measure.evaluate_ahead(run, skill, after.text, ever_reverted, diff, after.sources)
         fresh = measure.resample_ahead(run, skill, before.text, run.policy.judges_per_step,  # re-measured, every round
                                        measure.dim8_gone(run, skill, before), before.sources)
-        evaluation = evaluation_ahead.result()
-        fresh.result()
-        gate = _gates(run, skill, round_no, evaluation)
+        evaluation = measure.recorded(run, evaluation_ahead)
+        if fresh is not None:
+            measure.recorded(run, fresh)
+        gate = gates(run, skill, round_no, evaluation)
         if gate is not None:
             return _with(gate, evaluation=evaluation, calls=calls.spent(), diff=diff)
         min_looks = 2 if evaluation.disagreements else 1  # the person (if any) chose to go on: measure more first
@@ -111,7 +112,7 @@ def _sequential(run: Run, skill: str, before: Version, after: Version, target: s
     return decision
 
 
-def _gates(run: Run, skill: str, round_no: int, evaluation: Evaluation) -> Trial | None:
+def gates(run: Run, skill: str, round_no: int, evaluation: Evaluation) -> Trial | None:
     """What no amount of measuring changes: a Safety red line, a blocking review, a person's no to a disagreement."""
     if evaluation.safety_veto:
         return Trial(Outcome.REJECT, reason=RejectReason.SAFETY_FROZEN, stop=Stop.SAFETY_VETO, freeze=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,13 @@ from flows.server.limits import BatchBudget, llm_gate
 from flows.state.config import ConsumerVerdict, RunConfig
 from flows.state.products import SkillOutcome, SkillState
 from flows.state.run import Run, RunOptions
+from judges.backend_factory import make_backend
+from judges.settings import resolve
 from judges.usage import BudgetExhausted
+from workspace import meta_learnings, rejected_edits, test_prompts
+from workspace import profile as profile_store
+from workspace.layout import Mode, Workspace
+from workspace.results_tsv import Stop
 
 SKILL_FLOW = "optimize-skill"
 
@@ -44,13 +51,9 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     """The skill's part of the batch's run, rebuilt from what is on disk: the same function a resume uses."""
     from flows.ratchet.effects import PrefectEffects
     from flows.ratchet.rebuild import rebuild_inserted, rebuild_skill, recorded_progress
-    from judges.backend import make_backend
-    from judges.settings import resolve
-    from workspace import meta_learnings, rejected_edits, test_prompts
-    from workspace import profile as profile_store
+    from flows.ratchet.tasks import PrefectMeasurements
     from workspace.git_ratchet import GitRatchet
     from workspace.git_repository import open_repository
-    from workspace.layout import Mode, Workspace
 
     settings_of = RunOptions(**{**options, "skills": tuple(options.get("skills", ()))})
     config = RunConfig(settings_of, Mode(mode), consumer)
@@ -60,7 +63,7 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
     backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
     run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
-              PrefectEffects(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims),
+              PrefectEffects(), PrefectMeasurements(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims),
               meta_hints=meta_learnings.guidance(layout.meta_learnings, mode)[1])
     prompts = test_prompts.load(layout.test_prompts(skill)) if layout.test_prompts(skill).exists() else None
     run.take(SkillState(skill, tuple(prompts) if prompts is not None else None,
@@ -87,8 +90,6 @@ def hand_back_record(run: Run, skill: str, outcome: SkillOutcome | None) -> dict
 def take_back(run: Run, skill: str, record: dict[str, Any]) -> SkillOutcome:
     """The child's record folded into the batch's run: its samples replace the skill's (they start with the same
     baseline samples), its stop and notices join the run's. The skill's outcome."""
-    from workspace.results_tsv import Stop
-
     run.ledger.replace(skill, record)
     run.inserted.add(record["inserted"], skill)
     run.effects.notice(*record["notices"])
@@ -143,8 +144,6 @@ def wait_for_children(branch: str, wait_seconds: float = 900) -> list[str]:
 
     A child whose machine was lost stays Running until Prefect's zombie automation marks it Crashed
     (``luban setup-server``); one that never found a worker stays Scheduled: both end the wait with the fix."""
-    import time
-
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState, FlowRunFilterStateType, FlowRunFilterTags
     from prefect.client.schemas.objects import StateType

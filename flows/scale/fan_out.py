@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from flows.scale.child import in_child_flow_run
 from flows.scale.threads import in_threads
 from flows.scale.worktrees import fork, gather
 from flows.state.products import SkillOutcome
@@ -34,7 +35,6 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
     (full mode), each skill's rounds run as a child flow run of that deployment instead (flows/skill_flow.py)."""
     children = {skill: fork(run, skill) for skill in order}
     if run.options.fan_out_to and run.ratchet and run.ratchet.git:  # each skill a child flow run on the pool
-        from flows.scale.child import in_child_flow_run
 
         optimize_one = partial(in_child_flow_run, run)
     elif run.options.fan_out_to:

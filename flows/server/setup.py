@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from flows.server.limits import LLM_LIMIT, LLM_RATE_LIMIT
+
 ZOMBIE_AUTOMATION = "luban: crash zombie flow runs"
 HEARTBEAT_SECONDS = 60  # prefect.yaml's PREFECT_FLOWS_HEARTBEAT_FREQUENCY
 
@@ -62,8 +64,6 @@ def ensure_llm_limits(concurrent: int | None, per_second: float | None) -> list[
     """The server's limits on LLM calls across all workers (flows/server/limits.py), created or resized; what was set.
     Workers take them when their environment (or the run's settings) names them: LUBAN_LLM_LIMIT, LUBAN_LLM_RATE_LIMIT."""
     from prefect.client.orchestration import get_client
-
-    from flows.server.limits import LLM_LIMIT, LLM_RATE_LIMIT
 
     done = []
     with get_client(sync_client=True) as client:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from flows.interaction.checkpoints import Approval
+from flows.interaction.approvals import Approval
 from workspace.layout import MODES, Mode
 
 LITE_BUDGET = 0.03  # a lite run edits at most 3 % of a file, one round

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from flows.interaction.checkpoints import AnsweredBy, Approval, Decision
+from flows.interaction.approvals import AnsweredBy, Approval, Decision
 from flows.interaction.events import EVENTS
 from workspace import profile as profile_store
 from workspace.profile import LubanProfile

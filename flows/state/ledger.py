@@ -44,20 +44,22 @@ class Ledger:
         with self._lock:
             self._fallbacks.setdefault(skill, Counter()).update(kinds)
 
-    def fallbacks_for_row(self, skill: str) -> dict[str, int]:
-        """The skill's fallbacks since its previous row (each is shown in exactly one row)."""
+    def unshown_fallbacks(self, skill: str) -> dict[str, int]:
+        """The skill's fallbacks no row of it has shown yet (each is shown in exactly one row: ``shown``)."""
         with self._lock:
-            new = self._fallbacks.get(skill, Counter()) - self._shown.get(skill, Counter())
-            self._shown.setdefault(skill, Counter()).update(new)
-        return dict(new)
+            return dict(self._fallbacks.get(skill, Counter()) - self._shown.get(skill, Counter()))
 
-    def unshown(self, run_wide: Iterable[str]) -> list[str]:
+    def unshown_run_wide(self, run_wide: Iterable[str]) -> list[str]:
         """The run-wide fallbacks (a server's structured output stepped down) no row has shown yet: the next row,
         whichever skill's, shows them, once."""
         with self._lock:
-            new = [line for line in run_wide if line not in self._shown_run_wide]
-            self._shown_run_wide.update(new)
-        return new
+            return [line for line in run_wide if line not in self._shown_run_wide]
+
+    def shown(self, skill: str, fallbacks: dict[str, int], run_wide: Iterable[str]) -> None:
+        """A row that shows these fallbacks was written: no later row shows them again."""
+        with self._lock:
+            self._shown.setdefault(skill, Counter()).update(fallbacks)
+            self._shown_run_wide.update(run_wide)
 
     def fallback_totals(self) -> dict[str, int]:
         with self._lock:

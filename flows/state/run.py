@@ -7,17 +7,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from flows.interaction.checkpoints import Decision
+from flows.interaction.approvals import Decision
 from flows.interaction.progress import NO_DISPLAY, Display
+from flows.server.limits import close_batch_budget
 from flows.state.config import Quality, RunConfig, RunOptions
 from flows.state.effects import Effects
 from flows.state.inserted import InsertedBlocks
 from flows.state.ledger import Ledger
+from flows.state.measurements import Measurements
 from flows.state.products import Baselines, Designed, SkillState
 from judges.backend import Backend, Evaluation
-from scoring.keep_decision import Decision as KeepDecision
 from scoring.keep_decision import KeepPolicy, Measured
-from scoring.notes import format_note
 from scoring.skill_view import sources_digest
 from workspace import run_marker
 from workspace.layout import Mode, Workspace
@@ -26,7 +26,7 @@ from workspace.manifest import ManifestWriter
 from workspace.profile import LubanProfile
 from workspace.ratchet import Ratchet
 from workspace.rejected_edits import Buffer
-from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop, now_stamp
+from workspace.results_tsv import ResultsFile, Status, now_stamp
 from workspace.skill_source import list_files, read_sources
 from workspace.test_prompts import TestPrompt
 
@@ -46,6 +46,7 @@ class Run:
     run_dir: Path
     started: datetime
     effects: Effects  # rows, events, checkpoints, warnings: everything the run does beyond its skill files
+    measurements: Measurements  # what it asks of the backend: evaluations, more judge calls, held-out grades, edits
     manifest: ManifestWriter | None = None
     skills: list[str] = field(default_factory=list)
     prompts: dict[str, list[TestPrompt]] = field(default_factory=dict)
@@ -112,8 +113,6 @@ class Run:
         if self.repository_lock is not None:
             self.repository_lock.release()
         if self.budget_id is not None:
-            from flows.server.limits import close_batch_budget
-
             close_batch_budget(self.budget_id)
 
     def fallbacks(self) -> dict[str, int]:
@@ -193,89 +192,6 @@ class Run:
     def budget_for(self, skill: str) -> float:
         return min(self.config.budget, self.profile.budget_for(skill))
 
-    def record(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, **fields: Any) -> ResultRow:
-        """Append one results.tsv row (one atomic write) and return it."""
-        row = self.result_row(skill, round_no, status, evaluation, **fields)
-        self.repaired(skill, self.effects.write_row(self.workspace.results_tsv(skill), row))
-        return row
-
     def repaired(self, skill: str, repair) -> None:
         if repair:
             self.effects.notice(repair.message(self.workspace.results_tsv(skill)))
-
-    def result_row(self, skill: str, round_no: int, status: Status, evaluation: Evaluation | None, *,
-                   measured: Measured | None = None, before: Measured | None = None, decision: KeepDecision | None = None,
-                   calls: int | None = None, stop: Stop | None = None, old: float | None = None, dim: str = "",
-                   facts: dict[str, Any] | None = None, text: str = "", edit_pct: float | None = None,
-                   held_out: float | None = None, diff: str = "") -> ResultRow:
-        """A row from what was measured: totals are the means of every sample (not one evaluation's), and a
-        decision's evidence — samples, Δ, bound, calls — goes into its own columns."""
-        facts = dict(facts or {})
-        settings = self.backend.settings
-        if settings is not None and settings.same_source:
-            facts["same_source"] = "true"
-        if evaluation is not None:
-            facts.update(_unscored_facts(evaluation, skill, self.effects))
-            if evaluation.panel is not None and evaluation.panel.unseen:  # what of the skill its judges did not read
-                facts["not_shown_to_judges"] = evaluation.panel.unseen
-            read = _target_read(evaluation)
-            if read:  # which of the skill's files the target's with-skill answers read, and how often
-                facts["target_read"] = read
-        run_wide = self.ledger.unshown(self.backend.server_facts().get("fallbacks", ()))
-        taken = self.ledger.fallbacks_for_row(skill) | dict.fromkeys(run_wide, 1)
-        if taken:  # what this row's measurements fell back on, each counted once in the skill's rows
-            facts["fallbacks"] = ", ".join(f"{kind} x{count}" for kind, count in sorted(taken.items()))
-        scores = _scores(evaluation, measured)
-        new = measured.total() if measured is not None and measured.dims else (evaluation.score.total if evaluation else None)
-        if before is not None and before.dims:
-            old = before.total()
-        delta = decision.total_delta if decision is not None else (round(new - old, 1) if new is not None and old is not None else None)
-        return ResultRow(
-            timestamp=now_stamp(), skill=skill, round=round_no, status=status.value, mode=self.mode, commit=self.commit(),
-            old_score=old, new_score=new, dim_changed=dim, delta=delta, note=format_note(facts, text),
-            eval_mode=evaluation.eval_mode if evaluation else "", judge_count=evaluation.judge_count if evaluation else None,
-            edit_pct=edit_pct, scores=scores, held_out_score=held_out, stop=stop.value if stop else "",
-            samples=decision.samples() if decision else "", bound=decision.bound if decision else None,
-            llm_calls=calls, evidence=_evidence(decision, self, diff),
-        )
-
-
-def _scores(evaluation: Evaluation | None, measured: Measured | None) -> dict[str, float | None] | None:
-    """Each dimension's mean over the text's samples (None where nothing could be scored)."""
-    if evaluation is None and measured is None:
-        return None
-    out: dict[str, float | None] = {d.dim: d.score for d in evaluation.score.dims} if evaluation else {}
-    if measured is not None:
-        out.update(measured.means())
-    return out
-
-
-def _evidence(decision: KeepDecision | None, run: Run, diff: str = "") -> dict[str, Any] | None:
-    """The decision per dimension, with the judge noise it was read against, which judge model that is, and the
-    lines the edit changed."""
-    if decision is None:
-        return None
-    settings = run.backend.settings
-    out = decision.to_json() | {"judge_model": settings.judge_model if settings else "offline (exact heuristics)"}
-    return out | {"diff": diff} if diff else out
-
-
-def _target_read(evaluation: Evaluation) -> str:
-    """The skill's files the with-skill answers of ``evaluation`` read, each with how many answers read it."""
-    from collections import Counter
-
-    pairs = evaluation.measurement.pairs if evaluation.measurement is not None else ()
-    counted = Counter(path for pair in pairs for path in dict.fromkeys(pair.files_read))
-    return ", ".join(f"{path} x{count}" for path, count in sorted(counted.items()))
-
-
-def _unscored_facts(evaluation: Evaluation, skill: str, effects: Effects) -> dict[str, str]:
-    """Dimensions that could not be scored, named in the row with the first reason, and said in the log:
-    the total of such a row covers only the scored dimensions."""
-    missing = [d for d in evaluation.score.dims if d.score is None]
-    if not missing:
-        return {}
-    reason = (missing[0].reasons[0] if missing[0].reasons else "no reason given")[:160]
-    effects.warn("%s: %s unscored (%s); the total covers the scored dimensions only", skill,
-                 ", ".join(d.dim for d in missing), reason)
-    return {"unscored": ",".join(d.dim for d in missing), "unscored_reason": reason}

@@ -35,7 +35,9 @@ import json
 import math
 from dataclasses import dataclass
 
+from scoring.model import WEIGHTS
 from scoring.notes import fact_float, parse_note
+from scoring.samples import quantile
 
 ALPHA = 0.05
 CHECKS = 8
@@ -47,8 +49,6 @@ METRICS = ("dry_run_ratio", "revert_rate", "delta_trend", "flat_ratio", "mode_co
 
 def k_for(points: int, alpha: float = ALPHA / CHECKS) -> float | None:
     """The threshold multiplier for a history of ``points`` values (None: too short to judge)."""
-    from scoring.samples import quantile
-
     if points < MIN_POINTS:
         return None
     return quantile(alpha, None if points >= NORMAL_FROM else points - 1)
@@ -92,8 +92,6 @@ def _flat(evidence: dict, delta: float) -> bool:
 
 def _assessment_gap(evidence: dict, expected: float, delta: float, target: str) -> float:
     """|expected − measured| beyond the target dimension's 95 % noise band, in total points."""
-    from scoring.model import WEIGHTS
-
     measured = delta if delta == delta else 0.0
     band = (evidence.get("dims") or {}).get(target, {}).get("se")
     slack = 1.96 * band * WEIGHTS.get(target, 0) / 10 if band else 0.0

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judges.backend import OfflineBackend, ProposalRequest
+from judges.backend import ProposalRequest
+from judges.offline_backend import OfflineBackend
 from judges.online_backend import OnlineBackend
 from judges.proposer import RefusalKind, propose_checked
 from judges.tokens import count_tokens

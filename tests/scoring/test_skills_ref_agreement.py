@@ -2,7 +2,7 @@
 `luban score` reports too — on real skills, generated ones, and mutations of both that break each rule it checks.
 
 Where they differ on purpose (Luban is stricter, or reads YAML as every client does), the difference is listed in
-KNOWN with its reason, and the README says why."""
+KNOWN with its reason, and docs/gate.md says why."""
 
 from __future__ import annotations
 

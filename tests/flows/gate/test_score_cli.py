@@ -95,7 +95,7 @@ def test_fail_under_gates_on_the_deterministic_subtotal(skills: Path):
 
 
 def test_a_merge_marker_fails_the_gate_and_strict_fails_on_warnings_too(skills: Path):
-    """The one table of severities (README): a marker is an error and fails the gate; a missing reference is a
+    """The one table of severities (docs/gate.md): a marker is an error and fails the gate; a missing reference is a
     warning, which fails it only under --strict."""
     write_skill(skills, "conflicted", GOOD.format(name="conflicted") + "<<<<<<< HEAD\n", {"references/guide.md": "x"})
     code, out = run(str(skills / "conflicted"))

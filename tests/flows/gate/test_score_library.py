@@ -64,16 +64,16 @@ def test_the_readme_severity_table_lists_every_finding_kind_with_its_severity():
     from flows.gate.config import RULES
     from tests.conftest import REPO_ROOT
 
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| finding | severity | fails the gate |"):]
+    page = (REPO_ROOT / "docs" / "gate.md").read_text(encoding="utf-8")
+    table = page[page.index("| finding | severity | fails the gate |"):]
     table = table[: table.index("\n\n")]
     rows = {line.split("|")[1]: line.split("|")[2].strip() for line in table.splitlines()[2:]}
     for kind, (severity, _) in RULES.items():
         if kind.startswith("dim1."):
             continue  # one row: "a failing dim1 check"
         (row,) = [cells for cells, level in rows.items() if f"`{kind}`" in cells] or [None]
-        assert row is not None, f"{kind} has no row in the README's severity table"
-        assert rows[row] == severity.value, f"{kind}: the README says {rows[row]}, the gate {severity.value}"
+        assert row is not None, f"{kind} has no row in docs/gate.md's severity table"
+        assert rows[row] == severity.value, f"{kind}: docs/gate.md says {rows[row]}, the gate {severity.value}"
 
 
 def test_findings_across_skills_and_of_the_specification_in_junit_and_text(library: Path):
@@ -101,7 +101,7 @@ ON_THE_CORPUS = {("skill-creator", "body_too_long"), ("huashu-slides", "body_too
 
 
 def test_real_and_generated_skills_get_only_the_findings_the_readme_names(skill_collection: Path):
-    """A clean skill gets none of these findings: the public corpus exactly the three the README names (two bodies
+    """A clean skill gets none of these findings: the public corpus exactly the three docs/gate.md names (two bodies
     over the size guidance, one directory named off its siblings'); the generated skills only the description
     collisions their tiny vocabulary makes (2 of 276 pairs: benchmarks/description_collisions.py --seed 7)."""
     code, out = run(str(skill_collection), "--json")

@@ -13,20 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from flows.interaction.checkpoints import AnsweredBy, Decision
-from flows.phases.rounds import _restore_original
-from flows.ratchet import records
+from flows.interaction.approvals import AnsweredBy, Decision
+from flows.phases.rounds import restore_original
+from flows.ratchet import measure, records
 from flows.ratchet.loop import apply
-from flows.ratchet.trial import Outcome, Trial, _gates, settle
+from flows.ratchet.trial import Outcome, Trial, gates, try_edit
 from flows.state.config import RunConfig, RunOptions
 from flows.state.effects import DirectEffects
+from flows.state.measurements import DirectMeasurements
 from flows.state.products import SkillOutcome
 from flows.state.run import Run
-from judges.backend import OfflineBackend
+from judges.offline_backend import OfflineBackend
 from judges.proposer import Proposal
-from judges.sampling import evaluation_samples
 from scoring.edits import Edit, apply_edit
-from scoring.keep_decision import decide
 from scoring.notes import parse_note
 from tests.support.repos import commit_all, copy_examples
 from workspace import pending_keep, rejected_edits
@@ -49,7 +48,7 @@ def offline_run(tmp_path: Path, effects: DirectEffects | None = None) -> Run:
     ratchet = GitRatchet.start(workspace, [SKILL], NOW)
     config = RunConfig(RunOptions(str(skills), (SKILL,), "full", "auto"), Mode.FULL)
     run = Run(config, workspace, ratchet, OfflineBackend(), LubanProfile(), tmp_path / "backups", NOW,
-              effects or DirectEffects(), skills=[SKILL])
+              effects or DirectEffects(), DirectMeasurements(), skills=[SKILL])
     run.buffers[SKILL] = rejected_edits.load(workspace.rejected_edits(SKILL), SKILL, NOW.isoformat())
     return run
 
@@ -63,14 +62,17 @@ def candidate(run: Run, edit: Edit = STOP_EDIT) -> tuple[str, Proposal]:
     return text, Proposal(edit, edited, 1, ())
 
 
+def kept_version(run: Run, text: str) -> measure.Version:
+    return measure.Version(text, measure.skill_sources(run, SKILL))
+
+
 def judged(run: Run, before: str, after: str, target: str = "dim4") -> Trial:
-    """The trial the offline judges make of it: exact scores, so the decision is the difference itself."""
-    files = frozenset({"SKILL.md"})
-    card = OfflineBackend().evaluate(after, SKILL, files, Mode.FULL, [])
-    incumbent = evaluation_samples(OfflineBackend().evaluate(before, SKILL, files, Mode.FULL, []))
-    decision = decide(incumbent, evaluation_samples(card), {}, target)
-    outcome, reason, stop = settle(decision)
-    return Trial(outcome, decision, card, incumbent, evaluation_samples(card), reason, stop, why=decision.reason)
+    """The trial the round makes of it (``try_edit``, through the run's measurements: the offline judges, exact), the
+    kept text measured first as Phase 1 measures it."""
+    sources = measure.skill_sources(run, SKILL)
+    if not run.ledger.of(SKILL, measure.version(run, SKILL, before, sources)).dims:
+        run.best[SKILL] = measure.baseline(run, SKILL, before, sources)
+    return try_edit(run, SKILL, 1, measure.Version(before, sources), measure.Version(after, sources), target)
 
 
 def test_a_keep_commits_the_edit_with_its_trailer_and_writes_a_complete_row(tmp_path: Path):
@@ -79,7 +81,7 @@ def test_a_keep_commits_the_edit_with_its_trailer_and_writes_a_complete_row(tmp_
     before, proposal = candidate(run)
     trial = judged(run, before, proposal.edited_text or "")
     assert trial.outcome is Outcome.KEEP, trial.why
-    apply(run, SKILL, 1, before, proposal, trial)
+    apply(run, SKILL, 1, kept_version(run, before), proposal, trial)
     git = run.editor.git
     assert git is not None
     kept = [c for c in git.history() if c.kind is CommitKind.OPTIMIZE]
@@ -97,7 +99,7 @@ def test_a_rejection_remembers_the_edit_first_rolls_back_and_says_so(tmp_path: P
     run = offline_run(tmp_path, effects)
     before, proposal = candidate(run)
     trial = Trial(Outcome.REJECT, reason=RejectReason.SCORE_REGRESSION, stop=Stop.BOTTLENECK, why="worse on dim5")
-    apply(run, SKILL, 1, before, proposal, trial)
+    apply(run, SKILL, 1, kept_version(run, before), proposal, trial)
     assert run.workspace.skill_file(SKILL).read_text(encoding="utf-8") == before
     digest = edit_sha256(STOP_EDIT.old, STOP_EDIT.new)
     assert digest in {e.sha256 for e in rejected_edits.load(run.workspace.rejected_edits(SKILL), SKILL, "").entries}
@@ -109,7 +111,7 @@ def test_a_rejection_remembers_the_edit_first_rolls_back_and_says_so(tmp_path: P
 def test_an_abandoned_edit_rolls_back_unremembered(tmp_path: Path):
     run = offline_run(tmp_path)
     before, proposal = candidate(run)
-    apply(run, SKILL, 1, before, proposal, Trial(Outcome.ABANDON, stop=Stop.BUDGET, why="LLM budget reached"))
+    apply(run, SKILL, 1, kept_version(run, before), proposal, Trial(Outcome.ABANDON, stop=Stop.BUDGET, why="LLM budget reached"))
     assert run.workspace.skill_file(SKILL).read_text(encoding="utf-8") == before
     assert rejected_edits.load(run.workspace.rejected_edits(SKILL), SKILL, "").entries == ()
     assert [(r.status, r.stop) for r in run.results(SKILL).rows()] == [("skip", "budget")]
@@ -121,7 +123,7 @@ def test_a_kill_between_a_keep_and_its_row_is_settled_from_the_proof(tmp_path: P
     run = offline_run(tmp_path)
     before, proposal = candidate(run)
     trial = judged(run, before, proposal.edited_text or "")
-    row = records.build_row(run, SKILL, 1, Status.KEEP, trial, dim="dim4")
+    row = records.trial_draft(trial, 1, Status.KEEP, dim="dim4")
 
     def keep_then_die() -> None:
         run.editor.keep(SKILL, trial.gain, "dim4", STOP_EDIT.__dict__)
@@ -141,7 +143,7 @@ def test_a_kill_before_the_effect_drops_the_pending_row(tmp_path: Path):
     run = offline_run(tmp_path)
     before, proposal = candidate(run)
     trial = judged(run, before, proposal.edited_text or "")
-    row = records.build_row(run, SKILL, 1, Status.KEEP, trial, dim="dim4")
+    row = records.trial_draft(trial, 1, Status.KEEP, dim="dim4")
 
     def die() -> None:
         raise KeyboardInterrupt("killed before the commit")
@@ -158,9 +160,9 @@ def test_a_person_s_no_restores_the_original_through_the_same_recorded_step(tmp_
     original = run.workspace.skill_file(SKILL).read_bytes()
     before, proposal = candidate(run)
     trial = judged(run, before, proposal.edited_text or "")
-    apply(run, SKILL, 1, before, proposal, trial)
+    apply(run, SKILL, 1, kept_version(run, before), proposal, trial)
     run.baselines[SKILL] = OfflineBackend().evaluate(before, SKILL, frozenset({"SKILL.md"}), Mode.FULL, [])
-    _restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "not this one")
+    restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "not this one")
     assert run.workspace.skill_file(SKILL).read_bytes() == original
     git = run.editor.git
     assert git is not None and git.history()[-1].kind is CommitKind.RESTORE_ORIGINAL
@@ -179,12 +181,12 @@ def test_a_safety_red_line_and_a_person_s_no_to_a_disagreement_end_the_trial_bef
 
     run = offline_run(tmp_path, DirectEffects(answer=says_no))
     card = OfflineBackend().evaluate(run.workspace.skill_file(SKILL).read_text(), SKILL, frozenset(), Mode.FULL, [])
-    vetoed = _gates(run, SKILL, 1, type(card)(card.score, card.eval_mode, card.judge_count, safety_veto=True))
+    vetoed = gates(run, SKILL, 1, type(card)(card.score, card.eval_mode, card.judge_count, safety_veto=True))
     assert vetoed is not None and (vetoed.outcome, vetoed.stop, vetoed.freeze) == (Outcome.REJECT, Stop.SAFETY_VETO, True)
-    disputed = _gates(run, SKILL, 1, type(card)(card.score, card.eval_mode, card.judge_count, disagreements=("dim3",)))
+    disputed = gates(run, SKILL, 1, type(card)(card.score, card.eval_mode, card.judge_count, disagreements=("dim3",)))
     assert disputed is not None and disputed.reason is RejectReason.USER_MANUAL and disputed.stop is Stop.DISAGREEMENT
     assert "cli: leave it" in disputed.why and "disagree by more than 3 points on dim3" in asked[0]
-    assert _gates(run, SKILL, 1, card) is None and len(asked) == 1
+    assert gates(run, SKILL, 1, card) is None and len(asked) == 1
 
 
 class DiesWritingRows(DirectEffects):
@@ -197,11 +199,11 @@ class DiesWritingRows(DirectEffects):
 def test_a_restore_killed_before_its_row_is_completed_on_resume(tmp_path: Path):
     run = offline_run(tmp_path)
     before, proposal = candidate(run)
-    apply(run, SKILL, 1, before, proposal, judged(run, before, proposal.edited_text or ""))
+    apply(run, SKILL, 1, kept_version(run, before), proposal, judged(run, before, proposal.edited_text or ""))
     run.baselines[SKILL] = OfflineBackend().evaluate(before, SKILL, frozenset({"SKILL.md"}), Mode.FULL, [])
     run.effects = DiesWritingRows()
     with pytest.raises(KeyboardInterrupt):
-        _restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "no")
+        restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "no")
     assert [r.status for r in run.results(SKILL).rows()] == ["keep"]
     completed = pending_keep.settle(run.workspace.results_tsv(SKILL), partial(run.editor.kept_text, SKILL), set())
     assert completed is not None and (completed.status, completed.stop) == ("revert", "user_rejected")
@@ -218,7 +220,7 @@ def test_a_kill_around_the_keep_of_a_referenced_file_is_settled_from_that_files_
     ratchet = GitRatchet.start(workspace, ["api-changelog"], NOW)
     config = RunConfig(RunOptions(str(skills), ("api-changelog",), "full", "auto"), Mode.FULL)
     run = Run(config, workspace, ratchet, OfflineBackend(), LubanProfile(), tmp_path / "backups", NOW, DirectEffects(),
-              skills=["api-changelog"])
+              DirectMeasurements(), skills=["api-changelog"])
     reference = "references/classification.md"
     text = (skills / "api-changelog" / reference).read_text(encoding="utf-8")
     ratchet.pre_edit("api-changelog", reference)
@@ -226,7 +228,7 @@ def test_a_kill_around_the_keep_of_a_referenced_file_is_settled_from_that_files_
     card = OfflineBackend().evaluate(workspace.skill_file("api-changelog").read_text(), "api-changelog",
                                      frozenset({"SKILL.md"}), Mode.FULL, [])
     trial = Trial(Outcome.KEEP, evaluation=card)
-    row = records.build_row(run, "api-changelog", 1, Status.KEEP, trial, dim="dim6", facts={"file": reference})
+    row = records.trial_draft(trial, 1, Status.KEEP, dim="dim6", facts={"file": reference})
 
     def effect_then_die() -> None:
         if kept:

@@ -18,7 +18,7 @@ from tests.support.batches import examples_repository, explain, make_batch, outc
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 POOL = "luban"  # prefect.yaml's pool, on this test's own server
 # The suite's server is on SQLite, which serialises writers: with several workers' processes writing and the suite's
-# load besides, it answered 503 to a budget increment for the whole minute Prefect's client retries. The README asks
+# load besides, it answered 503 to a budget increment for the whole minute Prefect's client retries. docs/scale-out.md asks
 # PostgreSQL for this (tests/flows/scale/test_scale_out_docs.py runs on it); here, writers wait longer for the lock, and
 # events and task-run records no assertion reads are not written.
 SERVER_ENV = {"PREFECT_SERVER_DATABASE_TIMEOUT": "60", "PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED": "false",
@@ -27,7 +27,7 @@ ONLINE_BUDGET = 80  # calls: Phases 0.5 and 1 of the two skills take 59, their r
 
 
 def start_worker(env: dict[str, str], name: str, home: Path) -> subprocess.Popen:
-    """`prefect worker start` as the README says: Luban's environment, LUBAN_CHECKOUT, at most two runs at once
+    """`prefect worker start` as docs/scale-out.md says: Luban's environment, LUBAN_CHECKOUT, at most two runs at once
     (so that a batch of four at a time cannot all land on one worker)."""
     log = open(home / f"worker-{name}.log", "w")  # noqa: SIM115 - the worker writes to it while it runs
     worker_env = dict(env, LUBAN_CHECKOUT=str(REPO_ROOT), PREFECT_WORKER_QUERY_SECONDS="1", PREFECT_LOGGING_LEVEL="INFO",

@@ -1,4 +1,4 @@
-"""The README's "Scale out" section, run as written: PostgreSQL, the server on it, the pool and deployments, two
+"""docs/scale-out.md, run as written: PostgreSQL, the server on it, the pool and deployments, two
 workers, and two batches on one skills repository that both end where the serial batch ends.
 
 Each ```bash block of the section is one shell on one machine. The test runs every block in order with only
@@ -35,11 +35,11 @@ WORKERS = 2  # the worker block runs on two "machines"
 
 @pytest.fixture
 def postgres() -> Iterator[dict[str, str]]:
-    """A PostgreSQL cluster of its own on 127.0.0.1 and a socket in its directory, configured as the README's
+    """A PostgreSQL cluster of its own on 127.0.0.1 and a socket in its directory, configured as docs/scale-out.md's
     comment says (listen, pg_hba with scram-sha-256), fsync off (a test's data need not survive a power cut)."""
     bin_dir = postgres_bin()
     if bin_dir is None:
-        pytest.skip("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql): the README's "
+        pytest.skip("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql): docs/scale-out.md's "
                     "PostgreSQL steps need it; apt-get install postgresql")
     root = Path(tempfile.mkdtemp(prefix="luban-pg-"))
     as_user: dict = {}
@@ -69,10 +69,9 @@ def postgres() -> Iterator[dict[str, str]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def readme_blocks() -> list[list[str]]:
-    """The "Scale out" section's bash blocks, each a list of commands (continuation lines joined)."""
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Scale out", 1)[1].split("\n### ", 1)[0]
+def page_blocks() -> list[list[str]]:
+    """docs/scale-out.md's bash blocks, each a list of commands (continuation lines joined)."""
+    section = (REPO_ROOT / "docs" / "scale-out.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```bash\n(.*?)```", section, flags=re.S)
     out = []
     for block in blocks:
@@ -147,8 +146,8 @@ def test_the_scale_out_section_runs_as_written_and_two_batches_on_one_repository
     base = child_env(dict(os.environ, PATH=f"{BIN}:{postgres['bin']}:{os.environ['PATH']}", PREFECT_HOME=str(home),
                           PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_LOGGING_LEVEL="WARNING",
                           PREFECT_WORKER_QUERY_SECONDS="1"))
-    base.pop("PREFECT_API_URL", None)  # each block sets it where the README says to (without it: a server of its own)
-    blocks = [[on_loopback(c, places) for c in block] for block in readme_blocks()]
+    base.pop("PREFECT_API_URL", None)  # each block sets it where the page says to (without it: a server of its own)
+    blocks = [[on_loopback(c, places) for c in block] for block in page_blocks()]
     assert len(blocks) == 6 and any("deployment run" in c for c in blocks[-1]), blocks  # the section's shape
     background: list[subprocess.Popen] = []
     batches: list[str] = []

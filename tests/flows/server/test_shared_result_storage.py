@@ -1,4 +1,4 @@
-"""README, "Scale out": with PREFECT_LOCAL_STORAGE_PATH on a path every worker shares, a measurement one machine took
+"""docs/scale-out.md: with PREFECT_LOCAL_STORAGE_PATH on a path every worker shares, a measurement one machine took
 is found by another (a suspended run executed again elsewhere, a child measuring its skill as the batch did) instead
 of being paid for again. Two processes with their own PREFECT_HOME stand for two machines; the model is a loopback
 server that counts the calls."""
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from prefect import flow
 from flows.ratchet import tasks
-from judges.backend import make_backend
+from judges.backend_factory import make_backend
 from judges.settings import resolve
 
 base_url, key, skill_file = sys.argv[1:4]

@@ -60,7 +60,10 @@ def test_a_childs_samples_come_back_whole_and_replace_only_its_skills():
     assert batch.next_index("resample", "alpha", "candidate") == 1  # the child's index came back with its samples
     assert batch.of("beta", "kept text").samples("dim2") == (7.5, 7.0)  # the other skill's samples stay the batch's
     assert batch.held_out_of("beta", "kept text") == (6.5, 8.0)
-    assert batch.fallbacks_for_row("alpha") == {} and batch.fallbacks_for_row("beta") == {"judge unscored: truncated": 2}
+    assert batch.unshown_fallbacks("alpha") == {} and batch.unshown_fallbacks("beta") == {"judge unscored: truncated": 2}
+    assert batch.unshown_fallbacks("beta") == {"judge unscored: truncated": 2}  # reading them changes nothing
+    batch.shown("beta", {"judge unscored: truncated": 2}, ["json_schema refused"])
+    assert batch.unshown_fallbacks("beta") == {} and batch.unshown_run_wide(["json_schema refused", "x"]) == ["x"]
 
 
 def test_a_kept_text_is_compared_on_samples_its_keep_did_not_choose():

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from flows.state.config import RunConfig, RunOptions
 from flows.state.effects import DirectEffects, safe_default
+from flows.state.measurements import DirectMeasurements
 from flows.state.products import SkillState
 from flows.state.run import Run
-from judges.backend import OfflineBackend
+from judges.offline_backend import OfflineBackend
 from tests.support.repos import copy_examples
 from workspace.layout import Mode, Workspace
 from workspace.profile import LubanProfile
@@ -23,7 +24,7 @@ def evaluate_only_run(tmp_path: Path) -> Run:
     skills = copy_examples(tmp_path / "skills", "pr-review", "api-changelog")
     config = RunConfig(RunOptions(str(skills), ("pr-review", "api-changelog"), "quick", "auto"), Mode.QUICK)
     return Run(config, Workspace.open(skills, Mode.QUICK), None, OfflineBackend(), LubanProfile(), tmp_path / "runs", NOW,
-               DirectEffects(), skills=["pr-review", "api-changelog"])
+               DirectEffects(), DirectMeasurements(), skills=["pr-review", "api-changelog"])
 
 
 def test_a_skills_thread_changes_only_its_copy_until_joined_and_then_only_its_own_entries(tmp_path: Path):
