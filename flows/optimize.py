@@ -176,7 +176,7 @@ def summary(run: Run, optimized: Optimized, stopped: str | None, report_path: st
         "mode": run.mode, "branch": handoff.branch if handoff else run.branch(), "report": report_path, "stopped": stopped,
         "handoff": asdict(handoff) if handoff else None,
         "skills": {s: asdict(o) for s, o in optimized.outcomes.items()},
-        "baselines": {s: e.score.total for s, e in run.baselines.items()},
+        "baselines": {s: run.baseline(s).score.total for s in run.measured()},
         "lessons": lessons, "notices": list(run.effects.notices()), "alerts": run.alerts,
         "fallbacks": run.fallbacks(), "server": run.backend.server_facts(),
         "usage": run.backend.usage.totals() if run.backend.usage else {},

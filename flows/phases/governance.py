@@ -63,7 +63,6 @@ def raise_alerts(run: Run) -> None:
             if action == "freeze" and held in run.skills:
                 run.skills.remove(held)
                 run.effects.notice(f"{held}: alert {name} escalated to a freeze; skipped until 'luban lift {held}'")
-    run.profile = profile_store.load(run.workspace.profile)
 
 
 def serve_holds(run: Run, skills: list[str]) -> None:
@@ -74,7 +73,7 @@ def serve_holds(run: Run, skills: list[str]) -> None:
         run.effects.notice(*[f"{s}: paused ({run.profile.paused[s].reason}): measured, not edited" for s in run.measure_only])
         return
     ticked: list[Ticked] = []
-    run.profile = run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, skills)))
+    run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, skills)))
     run.effects.notice(*ticked[0].ended)
     run.measure_only = frozenset(s for s in ticked[0].measure_only if s in run.skills)
     run.effects.notice(*[f"{s}: {why}" for s, why in ticked[0].measure_only.items() if s in run.measure_only])

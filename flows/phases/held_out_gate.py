@@ -13,7 +13,7 @@ from flows.ratchet.measure import Version
 from flows.ratchet.rebuild import kept_edits
 from flows.scale.threads import side_by_side
 from flows.state.config import PhaseEnd, RunStop, StopKind
-from flows.state.products import Optimized, SkillOutcome
+from flows.state.products import Optimized, SkillOutcome, SkillState
 from flows.state.rows import RowDraft
 from flows.state.run import Run
 from judges.usage import BudgetExhausted
@@ -94,7 +94,7 @@ def _baseline_held_out(run: Run, skill: str) -> tuple[float, ...]:
     see a decline the uninterrupted run would not); the recorded mean only when the saved version is gone."""
     saved = run.run_dir / skill / "baseline.md"
     samples = run.ledger.held_out_of(skill, saved.read_text(encoding="utf-8")) if saved.exists() else ()
-    if not samples and saved.exists() and skill in run.resumed:
+    if not samples and saved.exists() and run.resumed(skill) is not None:
         samples = measure.held_out(run, skill, saved.read_text(encoding="utf-8"))
     if samples:
         return samples
@@ -176,15 +176,15 @@ def _roll_back_last_keep(run: Run, skill: str, outcome: SkillOutcome) -> bool:
     restored_file = ratchet.committed_text(skill, before_keep, file)
     restored = Version.on_disk(run, skill).with_file(file, restored_file.decode("utf-8"))
     # measured afresh: its older samples were this run's too
-    run.best[skill] = measure.baseline(run, skill, restored.text, restored.sources)
+    run.take(SkillState(skill, best=measure.baseline(run, skill, restored.text, restored.sources)))
     digest = edit_sha256(undone.old, undone.new, undone.file) if undone is not None else ""
-    draft = RowDraft(run.next_round(skill), Status.REVERT, run.best[skill], old=outcome.after,
+    draft = RowDraft(run.next_round(skill), Status.REVERT, run.best(skill), old=outcome.after,
                      measured=restored.samples(run, skill), dim=last_keep.dim_changed,
                      facts={"held_out_fail": "true", "step": "B", "sha256": digest, "reason": RejectReason.HELD_OUT_DEGRADED},
                      text="held-out declined while main rose: rolled back the last kept edit")
 
     def reject_and_roll_back() -> None:
-        if undone is not None and digest not in {e.sha256 for e in run.buffers[skill].entries}:
+        if undone is not None and digest not in {e.sha256 for e in run.buffer(skill).entries}:
             reject(run, skill, undone, RejectReason.HELD_OUT_DEGRADED)
         ratchet.rollback_to_previous_keep(skill)
 
@@ -218,11 +218,12 @@ def _step_d(run: Run, skill: str, main_delta: float, held_delta: float, step_b_s
         _tighten(run, skill, 0.05, "strong overfitting (Step D)", scope="global")
     if main_delta >= 5 and held_delta <= -5:
         freeze(run, skill, "extreme overfitting (Step D): frozen for 5 runs", runs=5)
-        last = run.buffers[skill].entries[-1] if run.buffers[skill].entries else None
+        buffer = run.buffer(skill)
+        last = buffer.entries[-1] if buffer.entries else None
         if last is not None:
-            run.buffers[skill] = run.buffers[skill].with_status(last.number, "permanent_block")
-
-            save(run.workspace.rejected_edits(skill), run.buffers[skill])
+            buffer = buffer.with_status(last.number, "permanent_block")
+            run.take(SkillState(skill, buffer=buffer))
+            save(run.workspace.rejected_edits(skill), buffer)
     if step_b_streak >= 2:
         _tighten(run, skill, 0.05, "two skills in a row overfitted (Step B twice)", scope="global")
 
@@ -237,7 +238,7 @@ def _tighten(run: Run, skill: str, budget: float, reason: str, scope: str) -> No
             p.skill_edit_budget[skill] = budget
         p.budget_runs_left[profile_store.ALL_SKILLS if scope == "global" else skill] = profile_store.TIGHTEN_RUNS
 
-    run.profile = run.effects.update_profile(run.workspace.profile, change)
+    run.effects.update_profile(run.workspace.profile, change)
     run.effects.emit("luban.budget_tighten", skill, {"new_budget_percent": budget * 100, "reason": reason, "triggered_by_skill": skill,
                                          "previous_budget_percent": previous * 100, "scope": scope})
     run.effects.notice(f"edit budget {previous:.0%} → {budget:.0%} ({scope}) for the next {profile_store.TIGHTEN_RUNS} "

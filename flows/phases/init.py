@@ -18,6 +18,7 @@ from flows.ratchet.effects import PrefectEffects
 from flows.ratchet.tasks import PrefectMeasurements
 from flows.server.limits import BatchBudget, llm_gate, open_batch_budget
 from flows.state.config import ConsumerVerdict, Response, RunConfig
+from flows.state.products import SkillState
 from flows.state.rows import RowDraft
 from flows.state.run import Run, RunOptions
 from judges.backend import Backend
@@ -26,7 +27,6 @@ from judges.consumer_baseline import consumer_baseline
 from judges.server import probe as probe_server
 from judges.settings import Settings, resolve
 from workspace import meta_learnings, rejected_edits, run_marker
-from workspace import profile as profile_store
 from workspace.file_ratchet import FileRatchet, check_readonly, readonly_state
 from workspace.git_ratchet import GitRatchet
 from workspace.git_repository import BRANCH_PREFIX, GitStateError, init_repository, open_repository
@@ -124,7 +124,7 @@ def _open_run(scope: _Scope, settings: Settings, flow_run_id: str | None) -> tup
         raise
     verdict = recorded_verdict(workspace.root, scope.marker, options.resume, backend) or consumer_verdict(workspace.mode, backend)
     config = RunConfig(options, workspace.mode, verdict, settings.keep_runs)
-    run = Run(config, workspace, ratchet, backend, profile_store.load(workspace.profile), run_dir, now, PrefectEffects(),
+    run = Run(config, workspace, ratchet, backend, run_dir, now, PrefectEffects(),
               PrefectMeasurements(), manifest, flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
     return run, undone
 
@@ -170,7 +170,7 @@ def _read_records(run: Run, scope: _Scope) -> None:
         notice = check_readonly(workspace, skill)
         if notice:
             run.effects.notice(notice)
-        run.buffers[skill] = _load_buffer(run, skill)
+        run.take(SkillState(skill, buffer=_load_buffer(run, skill)))
     if run.options.resume:  # after the buffers: a rejection's pending row is completed when its edit is in them
         resume.settle_interrupted_keeps(run, scope.skills)
     for skill, error in scope.unreadable.items():

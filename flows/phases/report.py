@@ -14,6 +14,7 @@ from flows.state.products import SkillOutcome
 from flows.state.rows import RowDraft
 from flows.state.run import Run
 from judges import eval_records
+from judges.backend import Evaluation
 from judges.offline_strategies import MECHANICAL, dims_needing_a_model
 from scoring.dim8 import needs_full_test
 from scoring.governance.charts import chart_png
@@ -50,7 +51,7 @@ def report(run: Run, outcomes: dict[str, SkillOutcome], stopped: str | None, han
     """Phase 5: the run's report from its rows (``outcomes``: Phases 2–3's; ``stopped``: why the run stopped early;
     ``handoff``: the branch as the run hands it over)."""
     frame = mode_history(run.workspace)
-    this_run = frame[frame["skill"].isin(list(run.baselines) + list(outcomes))] if not frame.empty else frame
+    this_run = frame[frame["skill"].isin(run.measured() + list(outcomes))] if not frame.empty else frame
     usage = run.backend.usage.totals() if run.backend.usage else {}
     _eval_records(run)
     if run.options.evaluate_only:  # an evaluation's folder holds its eval records: the newest LUBAN_KEEP_RUNS stay
@@ -97,8 +98,7 @@ def _eval_records(run: Run) -> None:
     """Each measured skill's grading per case and its benchmark, in the run's folder in skill-creator's shapes
     (judges/eval_records.py); the assertions that pass or fail with and without the skill alike, said as notices."""
     settings = run.backend.settings
-    for skill in sorted(set(run.baselines) | set(run.best)):
-        card = run.best.get(skill) or run.baselines.get(skill)
+    for skill, card in _final_cards(run).items():
         pairs = card.measurement.pairs if card is not None and card.measurement is not None else ()
         if not pairs:
             continue
@@ -125,14 +125,19 @@ def _kept_deltas(frame) -> list[list[float]]:
 
 def _totals(run: Run) -> tuple[str, ...]:
     """Each skill's final score card explained; with several samples, the total reported is their mean."""
-    cards = {skill: run.best.get(skill) or run.baselines.get(skill) for skill in sorted(set(run.baselines) | set(run.best))}
-    return tuple(f"{skill}: {card.score.explained}" for skill, card in cards.items() if card is not None)
+    return tuple(f"{skill}: {card.score.explained}" for skill, card in _final_cards(run).items())
+
+
+def _final_cards(run: Run) -> dict[str, Evaluation]:
+    """Each measured skill's last score card (its kept version's, else its baseline's), by name."""
+    cards = {skill: state.best or state.baseline for skill, state in sorted(run.states.items())}
+    return {skill: card for skill, card in cards.items() if card is not None}
 
 
 def _needs_a_model(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
     """Offline, Luban only makes mechanical fixes: say, per skill, which dimensions under full marks need a model."""
     found = []
-    for skill in sorted(set(outcomes) | set(run.baselines)):
+    for skill in sorted(set(outcomes) | set(run.measured())):
         need = dims_needing_a_model(run.incumbent(skill).means())
         if need:
             found.append(f"{skill}: {', '.join(need)} need a model (set OPENAI_API_KEY or OPENAI_BASE_URL); offline, "
@@ -142,13 +147,13 @@ def _needs_a_model(run: Run, outcomes: dict[str, SkillOutcome]) -> list[str]:
 
 def _counter_example_6(run: Run, outcomes: dict[str, SkillOutcome]) -> str:
     """Over 30 % of dim8 scores were dry runs: run one real full test before reporting, or say why none ran."""
-    skill = next(iter(outcomes or run.baselines), None)
+    skill = next(iter(outcomes or run.measured()), None)
     if run.backend.exact or skill is None:
         return ("over 30 % of dim8 scores are dry runs and no full test could run "
                 f"({run.backend.kind} backend): dim8 is not a measured result in this report")
 
     text = run.workspace.skill_file(skill).read_text(encoding="utf-8")
-    card = run.backend.evaluate(text, skill, skill_files(run, skill), Mode.FULL, run.prompts.get(skill, []),
+    card = run.backend.evaluate(text, skill, skill_files(run, skill), Mode.FULL, run.prompts(skill),
                                 sources=skill_sources(run, skill))
     records.record_row(run, skill, RowDraft(99, Status.SKIP, card, facts={"check": "counter_example_6"},
                                             text="one full test because over 30 % of dim8 scores were dry runs"))

@@ -88,7 +88,8 @@ def settle_interrupted_keeps(run: Run, skills: list[str]) -> None:
     for skill in gather(run):  # a batch killed while skills ran side by side: their kept edits join the branch
         run.effects.notice(f"{skill}: its rounds ran in a worktree when the run stopped; merged what it had kept")
     for skill in skills:
-        rejected = {e.sha256 for e in run.buffers[skill].entries} if skill in run.buffers else set()
+        buffer = run.state(skill).buffer
+        rejected = {e.sha256 for e in buffer.entries} if buffer is not None else set()
         row = pending_keep.settle(run.workspace.results_tsv(skill), partial(ratchet.kept_text, skill), rejected)
         if row is not None:
             run.effects.notice(f"{skill}: round {row.round}'s {row.status} had taken effect but its row was not written "

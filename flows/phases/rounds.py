@@ -70,13 +70,12 @@ def _optimize_side_by_side(run: Run, order: list[str], update, outcomes: dict[st
 
 def _in_own_run(run: Run, skill: str, update, ahead: ProposalAhead | None) -> SkillOutcome:
     """A skill's rounds in a run of their own, as a skill's rounds side by side are: what they produced (the kept
-    card, the rejected edits) taken back, even when the budget ran out among them; the profile as they left it."""
+    card, the rejected edits) taken back, even when the budget ran out among them."""
     mine = run.for_skill()
     try:
         return continue_or_start(mine, skill, update, ahead)
     finally:
         run.join(mine, skill)
-        run.profile = mine.profile  # a freeze in its rounds rewrote luban-profile.json, and the copy with it
 
 
 def _after_skill(run: Run, order: list[str], skill: str, before: bytes, outcome: SkillOutcome, update,
@@ -112,7 +111,7 @@ def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
 def _pre_run_version(run: Run, skill: str) -> bytes:
     """What the skill's checkpoint diff starts from: on --resume, the version saved at this run's baseline."""
     saved = run.run_dir / skill / "baseline.md"
-    if skill in run.resumed and saved.exists():
+    if run.resumed(skill) is not None and saved.exists():
         return saved.read_bytes()
     return run.workspace.skill_file(skill).read_bytes()
 
@@ -120,24 +119,26 @@ def _pre_run_version(run: Run, skill: str) -> bytes:
 def _next_first_proposal(run: Run, rest: list[str]) -> ProposalAhead | None:
     """The next skill's first proposal, asked while this one is reviewed, when no person answers in between
     (with a person, the answer may stop the run, and the call would be paid for nothing)."""
-    if run.options.approval != "auto" or not rest or rest[0] in run.resumed:
+    if run.options.approval != "auto" or not rest or run.resumed(rest[0]) is not None:
         return None
     text = run.workspace.skill_file(rest[0]).read_text(encoding="utf-8")
-    return propose_ahead(run, rest[0], text, run.baselines[rest[0]])
+    return propose_ahead(run, rest[0], text, run.baseline(rest[0]))
 
 
 def finished(run: Run, skill: str) -> bool:
     """A resumed skill whose rounds had ended before the run stopped: nothing of it is repeated."""
-    if skill not in run.resumed:
+    progress = run.resumed(skill)
+    if progress is None:
         return False
-    _, last_round, stop = run.resumed[skill]
+    _, last_round, stop = progress
     return stop is not None or last_round >= run.max_rounds
 
 
 def continue_or_start(run: Run, skill: str, update, ahead: ProposalAhead | None = None) -> SkillOutcome:
-    if skill not in run.resumed:
+    progress = run.resumed(skill)
+    if progress is None:
         return optimize_skill(run, skill, on_round=update, ahead=ahead)
-    before, last_round, stop = run.resumed[skill]
+    before, last_round, stop = progress
     current = run.incumbent_total(skill)
     if finished(run, skill):
         return SkillOutcome(skill, before, current, last_round, stop or Stop.MAX_ROUNDS)
@@ -178,7 +179,7 @@ def restore_original(run: Run, skill: str, outcome: SkillOutcome, comment: str) 
     """A person's no at the skill's checkpoint taking effect: the original back as the kept version, and its row, as
     one recorded step (the original's SHA-256 proves it on resume)."""
     original = run.editor.original_text(skill)
-    draft = RowDraft(run.next_round(skill), Status.REVERT, run.baselines[skill], old=outcome.after,
+    draft = RowDraft(run.next_round(skill), Status.REVERT, run.baseline(skill), old=outcome.after,
                      measured=run.ledger.of(skill, original.decode("utf-8")), stop=Stop.USER_REJECTED,
                      text=f"restored the original: {comment}")
     records.recorded_step(run, skill, draft, lambda: run.editor.restore_original(skill), kept_sha256=text_sha(original))

@@ -18,7 +18,7 @@ from flows.ratchet import measure, records
 from flows.ratchet.trial import Outcome, Trial, try_edit
 from flows.state.config import Quality, RunStop, StopKind
 from flows.state.measurements import Pending
-from flows.state.products import SkillOutcome
+from flows.state.products import SkillOutcome, SkillState
 from flows.state.rows import RowDraft
 from flows.state.run import Run
 from judges.backend import Evaluation, ProposalRequest
@@ -170,7 +170,7 @@ def next_proposal(run: Run, skill: str, text: str,
     """The round's checked edit (the one asked ahead when it was asked for this very text), or why there is none;
     and, when asking for it found the LLM budget spent, which budget (the run stops after this skill)."""
     try:
-        proposal = ahead.proposal.result() if ahead and ahead.text == text else propose_for(run, skill, text, run.best[skill])
+        proposal = ahead.proposal.result() if ahead and ahead.text == text else propose_for(run, skill, text, run.best(skill))
     except BudgetExhausted as err:
         return None, Stop.BUDGET, str(err)
     for refusal in (proposal.refusals if proposal else ()):
@@ -192,7 +192,7 @@ def proposal_requests(run: Run, skill: str, text: str, card: Evaluation) -> list
     exclude: frozenset[str] = frozenset()
     if run.quality is Quality.LITE:  # lite: format fixes only
         exclude = frozenset(d.dim for d in card.score.dims) - {"dim7"}
-    buffer, files = run.buffers[skill], measure.skill_files(run, skill)
+    buffer, files = run.buffer(skill), measure.skill_files(run, skill)
     rejections = tuple(f"{e.target_dim}: {e.new[:80]}" for e in buffer.entries if e.blocking)[-10:]
     def elsewhere(units: tuple[str, ...]) -> str:
         return boilerplate(units, run.inserted.snapshot(), skill)
@@ -249,10 +249,10 @@ def propose_ahead(run: Run, skill: str, text: str, card: Evaluation) -> Proposal
 
 
 def reject(run: Run, skill: str, edit: Edit, reason: RejectReason, status: str = "active") -> str:
-    buffer, entry, pruned = run.buffers[skill].add(now_stamp(), edit.target_dim, edit.old, edit.new, reason.value, status,
+    buffer, entry, pruned = run.buffer(skill).add(now_stamp(), edit.target_dim, edit.old, edit.new, reason.value, status,
                                                    note=edit.describe(), file=edit.file)
     buffer = replace(buffer, hit_to_submit_ratio=hit_to_submit(run.results(skill).rows()))
-    run.buffers[skill] = buffer
+    run.take(SkillState(skill, buffer=buffer))
     save_rejected(run.workspace.rejected_edits(skill), buffer)
     if pruned and run.manifest:
         run.manifest.pruned(rejected=pruned)
@@ -271,6 +271,6 @@ def freeze(run: Run, skill: str, reason: str, runs: int | None) -> None:
     def change(p: profile_store.LubanProfile) -> None:
         p.frozen[skill] = profile_store.FrozenSkill(reason=reason, since=now_iso(), runs_left=runs)
 
-    run.profile = run.effects.update_profile(run.workspace.profile, change)
+    run.effects.update_profile(run.workspace.profile, change)
     run.effects.emit("luban.freeze", skill, {"skill_path": str(run.workspace.skill_file(skill)), "freeze_scope": "current",
                                  "reason": reason, "duration_rounds": runs})  # the design's event schema: its "rounds" are runs

@@ -78,7 +78,7 @@ def measurement_key(run: Run, kind: str, skill: str, text: str, index: int,
     sources = skill_sources(run, skill) if sources is None else sources
     parts = {"kind": kind, "skill": skill, "text": hashlib.sha256(text.encode("utf-8")).hexdigest(), "index": index,
              "files": sorted(skill_files(run, skill)), "sources": sources_digest(sources),
-             "prompts": [p.model_dump() for p in run.prompts.get(skill, [])],
+             "prompts": [p.model_dump() for p in run.prompts(skill)],
              "mode": evaluation_mode(run), "settings": settings_fingerprint(run), "code": code_version(),
              "run": run.flow_run_id or "no-flow-run", "detail": detail}
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
@@ -147,7 +147,7 @@ def evaluate_ahead(run: Run, skill: str, text: str, ever_reverted: bool = False,
     key = measurement_key(run, "evaluate", skill, text, run.ledger.next_index("evaluate", skill, name), sources,
                           ever_reverted=ever_reverted, diff=hashlib.sha256(diff.encode()).hexdigest(), first_reading=first)
     pending = run.measurements.evaluate(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                        evaluation_mode(run), run.prompts.get(skill, []), ever_reverted, diff, first, sources)
+                                        evaluation_mode(run), run.prompts(skill), ever_reverted, diff, first, sources)
     return Taking(skill, text, name, pending, evaluation_samples)
 
 
@@ -163,7 +163,7 @@ def resample_ahead(run: Run, skill: str, text: str, judges: int, dim8: bool,
     key = measurement_key(run, "resample", skill, text, run.ledger.next_index("resample", skill, name), sources,
                           judges=judges, dim8=dim8, first_reading=first)
     pending = run.measurements.resample(run.backend, key, text, skill, tuple(sorted(skill_files(run, skill))),
-                                        evaluation_mode(run), run.prompts.get(skill, []), judges, dim8, first, sources)
+                                        evaluation_mode(run), run.prompts(skill), judges, dim8, first, sources)
     return Taking(skill, text, name, pending, resample_samples)
 
 
@@ -244,7 +244,7 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
     futures = [run.measurements.held_out(run.backend, measurement_key(run, "held-out", skill, text,
                                                                       run.ledger.next_index("held-out", skill, name),
                                                                       first_reading=first + i, sources=sources),
-                                         text, skill, files, run.prompts.get(skill, []), first + i, sources)
+                                         text, skill, files, run.prompts(skill), first + i, sources)
                for i in range(count)]
     graded = [f.result() for f in futures]
     values = tuple(v for v in graded if v is not None)
@@ -256,7 +256,7 @@ def held_out(run: Run, skill: str, text: str) -> tuple[float, ...]:
 def total(run: Run, skill: str, version: Version) -> float:
     """The version's total: the mean over all its samples, or its score card's before it has any."""
     measured = version.samples(run, skill)
-    return measured.total() if measured.dims else run.best[skill].score.total
+    return measured.total() if measured.dims else run.best(skill).score.total
 
 
 def noise(run: Run) -> dict[str, Noise]:

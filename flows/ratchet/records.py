@@ -8,6 +8,7 @@ from typing import Any
 
 from flows.ratchet.measure import Version
 from flows.ratchet.trial import Trial
+from flows.state.products import SkillState
 from flows.state.rows import Drafted, RowDraft, row_of
 from flows.state.run import Run
 from workspace.pending_keep import PendingKeep, clear, text_sha
@@ -38,7 +39,7 @@ def keep_and_record(run: Run, skill: str, draft: RowDraft, trial: Trial, edit: d
 
     def keep() -> None:
         run.editor.keep(skill, trial.gain, draft.dim, edit, file)
-        run.best[skill] = card
+        run.take(SkillState(skill, best=card))
         kept.kept(run, skill)
         also()
 

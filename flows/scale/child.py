@@ -20,7 +20,6 @@ from judges.backend_factory import make_backend
 from judges.settings import resolve
 from judges.usage import BudgetExhausted
 from workspace import meta_learnings, rejected_edits, test_prompts
-from workspace import profile as profile_store
 from workspace.layout import Mode, Workspace
 from workspace.results_tsv import Stop
 
@@ -62,7 +61,7 @@ def skill_run(skill: str, worktree: str, branch: str, original: str, workspace_r
     settings = resolve(settings_of.llm, os.environ, Path(settings_of.skills_dir) / "luban.toml")
     usage = BatchBudget(settings.max_llm_calls, settings.max_tokens, batch_id=budget_id) if budget_id else None
     backend = make_backend(settings, layout.root / "cache" / "baseline", usage, llm_gate(settings))
-    run = Run(config, layout, ratchet, backend, profile_store.load(layout.profile), Path(run_dir), datetime.now(UTC),
+    run = Run(config, layout, ratchet, backend, Path(run_dir), datetime.now(UTC),
               PrefectEffects(), PrefectMeasurements(), skills=[skill], flow_run_id=batch_run_id, preferred_dims=frozenset(preferred_dims),
               meta_hints=meta_learnings.guidance(layout.meta_learnings, mode)[1])
     prompts = test_prompts.load(layout.test_prompts(skill)) if layout.test_prompts(skill).exists() else None

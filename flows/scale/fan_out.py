@@ -26,7 +26,6 @@ from flows.scale.threads import in_threads
 from flows.scale.worktrees import fork, gather
 from flows.state.products import SkillOutcome
 from flows.state.run import Run
-from workspace import profile as profile_store
 
 
 def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]:
@@ -49,7 +48,6 @@ def fan_out(run: Run, order: list[str], optimize_one) -> dict[str, SkillOutcome]
             errors.append(err)
     for skill in order:
         run.join(children[skill], skill)
-    run.profile = profile_store.load(run.workspace.profile)  # each skill's rounds updated the file, not this copy
     gather(run, order)
     if errors:
         raise errors[0]

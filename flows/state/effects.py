@@ -37,6 +37,9 @@ class Effects(Protocol):
     def warn(self, message: str, *args: object) -> None:
         """A warning for the run's log (%-style, as logging takes it)."""
 
+    def read_profile(self, path: Path) -> LubanProfile:
+        """luban-profile.json as it stands (other runs and this run's skills' threads write it)."""
+
     def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
         """luban-profile.json read, changed and rewritten under its lock (other runs share it); the profile after."""
 
@@ -83,14 +86,17 @@ class CheckpointKeys:
 
 
 class KeptHere:
-    """What every Effects does the same way in this process: notices kept, checkpoint keys counted, the profile
-    updated under its lock."""
+    """What every Effects does the same way in this process: notices kept, checkpoint keys counted, the profile read
+    from its file and updated under its lock."""
 
     noted: Notices
     keys: CheckpointKeys
 
     def checkpoint_key(self, name: str) -> str:
         return self.keys.next(name)
+
+    def read_profile(self, path: Path) -> LubanProfile:
+        return profile_store.load(path)
 
     def update_profile(self, path: Path, change: Callable[[LubanProfile], None]) -> LubanProfile:
         return profile_store.update(path, change)

@@ -7,7 +7,7 @@ into state another phase or another skill's thread is reading.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from flows.state.config import GO_ON, PhaseEnd, RunStop
 from judges.backend import Evaluation
@@ -28,6 +28,11 @@ class SkillState:
     best: Evaluation | None = None  # the kept version's score card
     buffer: Buffer | None = None  # rejected_edits.md as loaded and added to
     resumed: Progress | None = None  # how far a resumed run's rounds had got
+
+    def merged(self, newer: SkillState) -> SkillState:
+        """This state with every part ``newer`` has (a part it leaves None stays as it was)."""
+        return replace(self, **{f.name: getattr(newer, f.name) for f in fields(self)
+                                if f.name != "skill" and getattr(newer, f.name) is not None})
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flows.interaction.approvals import Decision
 from flows.interaction.progress import NO_DISPLAY, Display
@@ -15,7 +15,7 @@ from flows.state.effects import Effects
 from flows.state.inserted import InsertedBlocks
 from flows.state.ledger import Ledger
 from flows.state.measurements import Measurements
-from flows.state.products import Baselines, Designed, SkillState
+from flows.state.products import Baselines, Designed, Progress, SkillState
 from judges.backend import Backend, Evaluation
 from scoring.keep_decision import KeepPolicy, Measured
 from scoring.skill_view import sources_digest
@@ -30,6 +30,8 @@ from workspace.results_tsv import ResultsFile, Status, now_stamp
 from workspace.skill_source import list_files, read_sources
 from workspace.test_prompts import TestPrompt
 
+T = TypeVar("T")
+
 __all__ = ["Run", "RunOptions"]  # RunOptions lives in flows/state/config.py; imported from here too
 
 
@@ -42,19 +44,16 @@ class Run:
     workspace: Workspace
     ratchet: Ratchet | None
     backend: Backend
-    profile: LubanProfile
     run_dir: Path
     started: datetime
     effects: Effects  # rows, events, checkpoints, warnings: everything the run does beyond its skill files
     measurements: Measurements  # what it asks of the backend: evaluations, more judge calls, held-out grades, edits
     manifest: ManifestWriter | None = None
     skills: list[str] = field(default_factory=list)
-    prompts: dict[str, list[TestPrompt]] = field(default_factory=dict)
-    baselines: dict[str, Evaluation] = field(default_factory=dict)
-    buffers: dict[str, Buffer] = field(default_factory=dict)
+    # each skill's part — prompts, baseline and kept score cards, rejected edits, how far a resumed run had got — as a
+    # frozen value, replaced whole when a phase or a skill's thread hands on a new one (``take``), never changed in place
+    states: dict[str, SkillState] = field(default_factory=dict)
     alerts: list[str] = field(default_factory=list)
-    best: dict[str, Evaluation] = field(default_factory=dict)  # the kept version's score card, per skill
-    resumed: dict[str, tuple] = field(default_factory=dict)  # skill → (baseline total, last round, stop) on --resume
     preferred_dims: frozenset[str] = frozenset()  # dims with high-yield patterns from meta_learnings
     meta_hints: tuple[str, ...] = ()  # the epoch reviews' lessons of this mode, for the proposer's prompt
     measure_only: frozenset[str] = frozenset()  # paused skills: a baseline this run, no edit (workspace/holds.py)
@@ -68,34 +67,22 @@ class Run:
 
     def for_skill(self, **changes: Any) -> Run:
         """A run for one skill's work in a thread of its own (--parallel, Phase 1's baselines): the run-wide parts
-        shared, each of them thread-safe (ledger, inserted lines, effects, backend), every per-skill map its own copy;
-        what it produced comes back through ``part`` and ``take``."""
-        return replace(self, prompts=dict(self.prompts), baselines=dict(self.baselines), buffers=dict(self.buffers),
-                       best=dict(self.best), resumed=dict(self.resumed), alerts=list(self.alerts), **changes)
+        shared, each of them thread-safe (ledger, inserted lines, effects, backend); the skills' states a copy of the
+        map (its values are frozen), so what the thread hands on reaches this run only through ``join``."""
+        return replace(self, states=dict(self.states), alerts=list(self.alerts), **changes)
 
-    def part(self, skill: str) -> SkillState:
+    def state(self, skill: str) -> SkillState:
         """The skill's part of this run, as it stands."""
-        prompts = self.prompts.get(skill)
-        return SkillState(skill, tuple(prompts) if prompts is not None else None, self.baselines.get(skill),
-                          self.best.get(skill), self.buffers.get(skill), self.resumed.get(skill))
+        return self.states.get(skill) or SkillState(skill)
 
     def take(self, state: SkillState) -> None:
-        """A skill's state as a phase or a skill's thread produced it, put into the run (what it left None stays)."""
-        skill = state.skill
-        if state.prompts is not None:
-            self.prompts[skill] = list(state.prompts)
-        if state.baseline is not None:
-            self.baselines[skill] = state.baseline
-        if state.best is not None:
-            self.best[skill] = state.best
-        if state.buffer is not None:
-            self.buffers[skill] = state.buffer
-        if state.resumed is not None:
-            self.resumed[skill] = state.resumed
+        """A skill's state as a phase or a skill's thread produced it, put into the run: what it leaves None stays as
+        it was, and the skill's entry is replaced by the merged value."""
+        self.states[state.skill] = self.state(state.skill).merged(state)
 
     def join(self, child: Run, skill: str) -> None:
         """What ``child`` (``for_skill``) produced for ``skill``, taken back (nothing of another skill's)."""
-        self.take(child.part(skill))
+        self.take(child.state(skill))
 
     def take_prompts(self, designed: Designed) -> None:
         """Phase 0.5's prompts, which every later measurement of a skill is made on."""
@@ -103,11 +90,36 @@ class Run:
             self.take(SkillState(skill, prompts=prompts))
 
     def take_baselines(self, measured: Baselines) -> None:
-        """Phase 1's baselines, in the score card's order, and the skills that go on to the rounds."""
-        self.baselines = {}
+        """Phase 1's baselines, in the score card's order (the skills it measured first), and the skills that go on to
+        the rounds; a skill it did not measure has no baseline in this run."""
+        order = [s.skill for s in measured.states] + [s for s in self.states if s not in {m.skill for m in measured.states}]
+        self.states = {skill: replace(self.state(skill), baseline=None) for skill in order}
         for state in measured.states:
             self.take(state)
         self.skills = list(measured.going_on)
+
+    def prompts(self, skill: str) -> list[TestPrompt]:
+        """The skill's test prompts (none before Phase 0.5)."""
+        return list(self.state(skill).prompts or ())
+
+    def baseline(self, skill: str) -> Evaluation:
+        return _given(self.state(skill).baseline, skill, "baseline score card")
+
+    def best(self, skill: str) -> Evaluation:
+        """The kept version's score card."""
+        return _given(self.state(skill).best, skill, "kept version's score card")
+
+    def buffer(self, skill: str) -> Buffer:
+        """rejected_edits.md as loaded in Phase 0 and added to since."""
+        return _given(self.state(skill).buffer, skill, "rejected edits")
+
+    def resumed(self, skill: str) -> Progress | None:
+        """How far the records say a resumed skill's rounds had got (None: not resumed)."""
+        return self.state(skill).resumed
+
+    def measured(self) -> list[str]:
+        """The skills with a baseline in this run, in the score card's order."""
+        return [skill for skill, state in self.states.items() if state.baseline is not None]
 
     def release(self) -> None:
         if self.repository_lock is not None:
@@ -132,7 +144,7 @@ class Run:
 
     def incumbent_total(self, skill: str) -> float:
         measured = self.incumbent(skill)
-        return measured.total() if measured.dims else self.best[skill].score.total
+        return measured.total() if measured.dims else self.best(skill).score.total
 
     @property
     def editor(self) -> Ratchet:
@@ -192,6 +204,19 @@ class Run:
     def budget_for(self, skill: str) -> float:
         return min(self.config.budget, self.profile.budget_for(skill))
 
+    @property
+    def profile(self) -> LubanProfile:
+        """luban-profile.json as it stands, read through the effects each time: a freeze in a skill's thread, a hold
+        ticked in Phase 0 or a child flow run's guard is seen at once, with no copy to keep in step."""
+        return self.effects.read_profile(self.workspace.profile)
+
     def repaired(self, skill: str, repair) -> None:
         if repair:
             self.effects.notice(repair.message(self.workspace.results_tsv(skill)))
+
+
+def _given(value: T | None, skill: str, what: str) -> T:
+    """``value``, which the phase that reads it needs an earlier phase to have made: its absence is a bug, said plainly."""
+    if value is None:
+        raise LookupError(f"{skill}: no {what} in this run yet (an earlier phase makes it)")
+    return value

@@ -20,7 +20,7 @@ def run_like(tmp_path: Path, run_id: str = "run-1", judge_model_2: str | None = 
                                                                base_url="http://127.0.0.1:9/v1", judge_model_2=judge_model_2,
                                                                **settings))
     prompts = {"alpha": [TestPrompt(id=1, type="main", prompt="p", expected="e")]}
-    return SimpleNamespace(workspace=Workspace.open(tmp_path / "skills", "full"), prompts=prompts, mode="full",
+    return SimpleNamespace(workspace=Workspace.open(tmp_path / "skills", "full"), prompts=prompts.__getitem__, mode="full",
                            quality=Quality.NORMAL, backend=backend, flow_run_id=run_id)
 
 
@@ -46,7 +46,7 @@ def test_another_run_another_judge_or_another_structured_output_never_shares_a_k
 def test_the_prompts_and_the_skills_files_are_part_of_the_key(tmp_path: Path):
     run = run_like(tmp_path)
     base = key(run)
-    run.prompts = {"alpha": [TestPrompt(id=1, type="main", prompt="another", expected="e")]}
+    run.prompts = {"alpha": [TestPrompt(id=1, type="main", prompt="another", expected="e")]}.__getitem__
     assert key(run) != base
     run.prompts = run_like(tmp_path).prompts
     (tmp_path / "skills" / "alpha" / "references").mkdir()

@@ -21,7 +21,7 @@ from flows.ratchet.trial import Outcome, Trial, gates, try_edit
 from flows.state.config import RunConfig, RunOptions
 from flows.state.effects import DirectEffects
 from flows.state.measurements import DirectMeasurements
-from flows.state.products import SkillOutcome
+from flows.state.products import SkillOutcome, SkillState
 from flows.state.run import Run
 from judges.offline_backend import OfflineBackend
 from judges.proposer import Proposal
@@ -31,7 +31,6 @@ from tests.support.repos import commit_all, copy_examples
 from workspace import pending_keep, rejected_edits
 from workspace.git_ratchet import CommitKind, GitRatchet
 from workspace.layout import Mode, Workspace
-from workspace.profile import LubanProfile
 from workspace.rejected_edits import RejectReason, edit_sha256
 from workspace.results_tsv import Status, Stop
 
@@ -47,9 +46,9 @@ def offline_run(tmp_path: Path, effects: DirectEffects | None = None) -> Run:
     workspace = Workspace.open(skills, Mode.FULL)
     ratchet = GitRatchet.start(workspace, [SKILL], NOW)
     config = RunConfig(RunOptions(str(skills), (SKILL,), "full", "auto"), Mode.FULL)
-    run = Run(config, workspace, ratchet, OfflineBackend(), LubanProfile(), tmp_path / "backups", NOW,
+    run = Run(config, workspace, ratchet, OfflineBackend(), tmp_path / "backups", NOW,
               effects or DirectEffects(), DirectMeasurements(), skills=[SKILL])
-    run.buffers[SKILL] = rejected_edits.load(workspace.rejected_edits(SKILL), SKILL, NOW.isoformat())
+    run.take(SkillState(SKILL, buffer=rejected_edits.load(workspace.rejected_edits(SKILL), SKILL, NOW.isoformat())))
     return run
 
 
@@ -71,7 +70,7 @@ def judged(run: Run, before: str, after: str, target: str = "dim4") -> Trial:
     kept text measured first as Phase 1 measures it."""
     sources = measure.skill_sources(run, SKILL)
     if not run.ledger.of(SKILL, measure.version(run, SKILL, before, sources)).dims:
-        run.best[SKILL] = measure.baseline(run, SKILL, before, sources)
+        run.take(SkillState(SKILL, best=measure.baseline(run, SKILL, before, sources)))
     return try_edit(run, SKILL, 1, measure.Version(before, sources), measure.Version(after, sources), target)
 
 
@@ -90,7 +89,7 @@ def test_a_keep_commits_the_edit_with_its_trailer_and_writes_a_complete_row(tmp_
     assert (row.status, row.dim_changed, row.commit) == ("keep", "dim4", git.head_sha()[:12])
     assert row.delta == trial.gain and row.samples and row.evidence and row.evidence["verdict"] == "keep"
     assert not pending_keep.pending_path(run.workspace.results_tsv(SKILL)).exists()
-    assert run.inserted.of(SKILL) and run.best[SKILL] is trial.evaluation
+    assert run.inserted.of(SKILL) and run.best(SKILL) is trial.evaluation
     assert effects.events == []  # a keep emits nothing; a rollback does
 
 
@@ -161,7 +160,7 @@ def test_a_person_s_no_restores_the_original_through_the_same_recorded_step(tmp_
     before, proposal = candidate(run)
     trial = judged(run, before, proposal.edited_text or "")
     apply(run, SKILL, 1, kept_version(run, before), proposal, trial)
-    run.baselines[SKILL] = OfflineBackend().evaluate(before, SKILL, frozenset({"SKILL.md"}), Mode.FULL, [])
+    run.take(SkillState(SKILL, baseline=OfflineBackend().evaluate(before, SKILL, frozenset({"SKILL.md"}), Mode.FULL, [])))
     restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "not this one")
     assert run.workspace.skill_file(SKILL).read_bytes() == original
     git = run.editor.git
@@ -200,7 +199,7 @@ def test_a_restore_killed_before_its_row_is_completed_on_resume(tmp_path: Path):
     run = offline_run(tmp_path)
     before, proposal = candidate(run)
     apply(run, SKILL, 1, kept_version(run, before), proposal, judged(run, before, proposal.edited_text or ""))
-    run.baselines[SKILL] = OfflineBackend().evaluate(before, SKILL, frozenset({"SKILL.md"}), Mode.FULL, [])
+    run.take(SkillState(SKILL, baseline=OfflineBackend().evaluate(before, SKILL, frozenset({"SKILL.md"}), Mode.FULL, [])))
     run.effects = DiesWritingRows()
     with pytest.raises(KeyboardInterrupt):
         restore_original(run, SKILL, SkillOutcome(SKILL, 50.0, 60.0, 1, Stop.MAX_ROUNDS, kept=1), "no")
@@ -219,7 +218,7 @@ def test_a_kill_around_the_keep_of_a_referenced_file_is_settled_from_that_files_
     workspace = Workspace.open(skills, Mode.FULL)
     ratchet = GitRatchet.start(workspace, ["api-changelog"], NOW)
     config = RunConfig(RunOptions(str(skills), ("api-changelog",), "full", "auto"), Mode.FULL)
-    run = Run(config, workspace, ratchet, OfflineBackend(), LubanProfile(), tmp_path / "backups", NOW, DirectEffects(),
+    run = Run(config, workspace, ratchet, OfflineBackend(), tmp_path / "backups", NOW, DirectEffects(),
               DirectMeasurements(), skills=["api-changelog"])
     reference = "references/classification.md"
     text = (skills / "api-changelog" / reference).read_text(encoding="utf-8")

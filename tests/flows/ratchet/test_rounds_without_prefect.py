@@ -34,7 +34,6 @@ from tests.support.repos import commit_all, copy_examples
 from workspace import rejected_edits
 from workspace.git_ratchet import CommitKind, GitRatchet
 from workspace.layout import Mode, Workspace
-from workspace.profile import LubanProfile
 from workspace.rejected_edits import edit_sha256
 from workspace.results_tsv import Status, Stop
 
@@ -65,7 +64,7 @@ def direct_run(tmp_path: Path, backend: Backend, skill: str = SKILL) -> tuple[Ru
     workspace = Workspace.open(skills, Mode.FULL)
     effects = DirectEffects()
     run = Run(RunConfig(RunOptions(str(skills), (skill,), "full", "auto"), Mode.FULL), workspace,
-              GitRatchet.start(workspace, [skill], NOW), backend, LubanProfile(), tmp_path / "backups", NOW,
+              GitRatchet.start(workspace, [skill], NOW), backend, tmp_path / "backups", NOW,
               effects, DirectMeasurements(), skills=[skill])
     text = workspace.skill_file(skill).read_text(encoding="utf-8")
     prompts, _how = backend.design_prompts(text, skill)
@@ -120,7 +119,7 @@ def test_the_remembered_edit_is_not_proposed_again(tmp_path: Path, world):
     later = run.results(SKILL).rows()[3:]
     assert [(r.round, r.status, r.stop) for r in later] == [(4, Status.SKIP, Stop.NO_EDIT)]
     assert len(server.chat_requests()) > asked  # the editor was asked, and had nothing left to offer
-    assert run.buffers[SKILL].is_rejected("", f"\n\n{WORSE}\n")
+    assert run.buffer(SKILL).is_rejected("", f"\n\n{WORSE}\n")
 
 
 def test_offline_rounds_keep_the_mechanical_fixes_then_stop_for_want_of_an_edit(tmp_path: Path):

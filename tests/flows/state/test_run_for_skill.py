@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from flows.state.config import RunConfig, RunOptions
 from flows.state.effects import DirectEffects, safe_default
 from flows.state.measurements import DirectMeasurements
@@ -14,7 +16,6 @@ from flows.state.run import Run
 from judges.offline_backend import OfflineBackend
 from tests.support.repos import copy_examples
 from workspace.layout import Mode, Workspace
-from workspace.profile import LubanProfile
 from workspace.results_tsv import Stop
 
 NOW = datetime(2026, 12, 5, 9, 0)
@@ -23,7 +24,7 @@ NOW = datetime(2026, 12, 5, 9, 0)
 def evaluate_only_run(tmp_path: Path) -> Run:
     skills = copy_examples(tmp_path / "skills", "pr-review", "api-changelog")
     config = RunConfig(RunOptions(str(skills), ("pr-review", "api-changelog"), "quick", "auto"), Mode.QUICK)
-    return Run(config, Workspace.open(skills, Mode.QUICK), None, OfflineBackend(), LubanProfile(), tmp_path / "runs", NOW,
+    return Run(config, Workspace.open(skills, Mode.QUICK), None, OfflineBackend(), tmp_path / "runs", NOW,
                DirectEffects(), DirectMeasurements(), skills=["pr-review", "api-changelog"])
 
 
@@ -31,16 +32,18 @@ def test_a_skills_thread_changes_only_its_copy_until_joined_and_then_only_its_ow
     run = evaluate_only_run(tmp_path)
     card = OfflineBackend().evaluate(run.workspace.skill_file("pr-review").read_text(encoding="utf-8"), "pr-review",
                                      frozenset({"SKILL.md"}), Mode.QUICK, [])
-    run.best["api-changelog"] = card
+    run.take(SkillState("api-changelog", best=card))
     first, second = run.for_skill(), run.for_skill()
-    first.best["pr-review"] = first.baselines["pr-review"] = card
-    del first.best["api-changelog"]  # another skill's entry: its loss must not come back
-    second.resumed["api-changelog"] = (80.0, 2, None)
-    assert "pr-review" not in run.best and not run.resumed  # nothing shared before the join
+    first.take(SkillState("pr-review", baseline=card, best=card))
+    del first.states["api-changelog"]  # another skill's entry: its loss must not come back
+    second.take(SkillState("api-changelog", resumed=(80.0, 2, None)))
+    assert run.state("pr-review").best is None and run.resumed("api-changelog") is None  # nothing shared before the join
     run.join(first, "pr-review")
     run.join(second, "api-changelog")
-    assert run.best == {"api-changelog": card, "pr-review": card} and run.baselines == {"pr-review": card}
-    assert run.resumed == {"api-changelog": (80.0, 2, None)}
+    assert run.best("api-changelog") is card and run.best("pr-review") is card and run.measured() == ["pr-review"]
+    assert run.resumed("api-changelog") == (80.0, 2, None) and run.resumed("pr-review") is None
+    with pytest.raises(LookupError, match="api-changelog: no baseline score card in this run yet"):
+        run.baseline("api-changelog")
     assert first.ledger is run.ledger and first.inserted is run.inserted and first.effects is run.effects  # run-wide
 
 
@@ -49,10 +52,10 @@ def test_a_skills_state_goes_in_whole_and_what_it_left_untouched_stays(tmp_path:
     card = OfflineBackend().evaluate(run.workspace.skill_file("pr-review").read_text(encoding="utf-8"), "pr-review",
                                      frozenset({"SKILL.md"}), Mode.QUICK, [])
     run.take(SkillState("pr-review", baseline=card, best=card))
-    assert run.part("pr-review") == SkillState("pr-review", baseline=card, best=card)
+    assert run.state("pr-review") == SkillState("pr-review", baseline=card, best=card)
     run.take(SkillState("pr-review", resumed=(70.5, 1, Stop.NO_EDIT)))  # the cards it left None stay
-    assert run.part("pr-review") == SkillState("pr-review", baseline=card, best=card, resumed=(70.5, 1, Stop.NO_EDIT))
-    assert run.part("api-changelog") == SkillState("api-changelog")
+    assert run.state("pr-review") == SkillState("pr-review", baseline=card, best=card, resumed=(70.5, 1, Stop.NO_EDIT))
+    assert run.state("api-changelog") == SkillState("api-changelog")
 
 
 def test_checkpoint_keys_count_across_every_skills_thread_in_the_order_asked(tmp_path: Path):
