@@ -9,9 +9,10 @@ against this rule and on any cycle):
       → phases/       Phase 0–6 bodies: preflight, init, rounds, held-out gate, report, resume
       → scale/        skills side by side: threads, git worktrees, child flow runs on workers
       → ratchet/      one round: the loop, the trial, measurements, Prefect tasks, records, state rebuilt from them
-      → state/        the run: frozen configuration, the run object, what phases produce and hand on,
-                      the ledger of samples, the lines kept edits inserted, and the effects a run has
-                      (rows, events, checkpoints)
+      → state/        the run: frozen configuration, the run object (every skill's frozen state in one
+                      map), what phases produce and hand on, the ledger of samples, the lines kept edits
+                      inserted, rows drafted, and what a run does and asks: effects (rows, events,
+                      checkpoints, the profile) and measurements (the backend's evaluations and edits)
       → server/, interaction/   what every layer may use: the Prefect server's limits, locks and
                       heartbeats; people and terminals (checkpoints, progress, interrupts, events)
 
@@ -22,9 +23,10 @@ A module imports its own package or a layer below. Why this order: a phase
 decides what runs for which skills, scale-out runs a skill's rounds somewhere,
 a round measures and records through the run's state, and the state knows
 nothing of who drives it — so each layer can be read, and tested, without the
-ones above it. A phase returns what it produced (flows/state/products.py) and the flow puts it into the run
-before the next phase; a skill's work in a thread of its own gets a copy of the run and hands back only that
-skill's state.
+ones above it; the round itself runs without Prefect, given ``DirectMeasurements``
+and ``DirectEffects``. A phase returns what it produced (flows/state/products.py)
+and the flow puts it into the run before the next phase; a skill's work in a thread
+of its own gets a copy of the run and hands back only that skill's state.
 
 Importing this package must stay cheap: `luban score` runs in CI on every push,
 so nothing here imports Prefect, openai or pandas at module level.

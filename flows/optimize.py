@@ -218,15 +218,7 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
         run = phase_0(approval, options, root_flow_run_id())
         if isinstance(run, Refusal):
             return Failed(message=run.message)
-        optimized = Optimized()
-        try:
-            end = _phases_to_baseline(approval, run)
-            if end.goes_on:
-                optimized = phase_2(approval, RunRef.of(run))
-                optimized = phase_3(approval, RunRef.of(run), optimized)
-            stopped = _said(end.stop or optimized.end.stop)
-        except BudgetExhausted as err:  # the hard budget: stop here, keep every record, and say why
-            stopped = str(RunStop(StopKind.BUDGET, str(err)))
+        optimized, stopped = _optimized(approval, run)
         try:
             handoff = phase_report.hand_off(run, stopped)
             report_path = phase_5(RunRef.of(run), optimized, stopped, handoff)
@@ -236,6 +228,20 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
             run.release()
     get_run_logger().info("report: %s", report_path)
     return summary(run, optimized, stopped, report_path, lessons, handoff)
+
+
+def _optimized(approval: Approval, run: Run) -> tuple[Optimized, str | None]:
+    """Phases 0.5 to 3, and why the run stopped early (None: it did not); the hard budget stops it where it is, every
+    record kept, and says why."""
+    optimized = Optimized()
+    try:
+        end = _phases_to_baseline(approval, run)
+        if end.goes_on:
+            optimized = phase_2(approval, RunRef.of(run))
+            optimized = phase_3(approval, RunRef.of(run), optimized)
+        return optimized, _said(end.stop or optimized.end.stop)
+    except BudgetExhausted as err:
+        return optimized, str(RunStop(StopKind.BUDGET, str(err)))
 
 
 @prompt_heartbeat_flow(name="evaluate-skills", log_prints=True)

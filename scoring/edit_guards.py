@@ -31,9 +31,10 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from scoring.document import SkillDocument, markdown_tokens, parse
+from scoring.document import SkillDocument, parse
 from scoring.edits import Edit
 from scoring.hidden_text import COMMENT_IDIOM, hidden_text_violations, invisible_characters
+from scoring.markdown_walk import markdown_tokens
 from scoring.validation import scan_references
 
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)+\|?\s*$")

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from scoring.document import markdown_tokens, parse
+from scoring.document import parse
+from scoring.markdown_walk import markdown_tokens
 
 SCRAMBLE = 0x9E3779B1  # odd: multiplying by it permutes the integers modulo any power of two
 MAX_SLOTS = 24

@@ -6,10 +6,14 @@ Imports nothing heavy at the top (no Prefect, openai or pandas): CI runs it on e
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 import typer
 
 from flows.interaction.terminal import usage_error
+
+if TYPE_CHECKING:
+    from flows.gate.check import ScoreOptions
 
 
 class OutputFormat(StrEnum):
@@ -52,9 +56,8 @@ def score(
     gc.set_threshold(50_000, 20, 100)
     from pathlib import Path
 
-    from flows.gate.check import EXIT_ERROR, ScoreOptions, apply_gates, collect, fix_hidden
+    from flows.gate.check import ScoreOptions
     from flows.gate.config import ConfigError, resolve
-    from flows.gate.write import write
 
     try:
         config = resolve({"fail-under": fail_under, "strict": strict, "ignore": ignore}, os.environ, Path.cwd())
@@ -65,6 +68,14 @@ def score(
         raise typer.Exit(0)
     _check_arguments(paths, changed, base)
     options = ScoreOptions(tuple(paths or ()), config, changed, base, allow_regression)
+    raise typer.Exit(_gate(options, fix, OutputFormat.json.value if as_json else output_format.value))
+
+
+def _gate(options: ScoreOptions, fix: bool, output_format: str) -> int:
+    """Fix what was asked, score, apply the gates and write the results: the exit status."""
+    from flows.gate.check import EXIT_ERROR, apply_gates, collect, fix_hidden
+    from flows.gate.write import write
+
     try:
         for change in fix_hidden(options) if fix else ():
             typer.echo(f"fixed {change}", err=True)
@@ -73,8 +84,8 @@ def score(
         typer.echo(f"luban score: {err}", err=True)
         raise typer.Exit(EXIT_ERROR) from None
     status = apply_gates(results, options)
-    write(OutputFormat.json.value if as_json else output_format.value, results, status, options)
-    raise typer.Exit(status)
+    write(output_format, results, status, options)
+    return status
 
 
 def _check_arguments(paths: list[str] | None, changed: bool, base: str | None) -> None:

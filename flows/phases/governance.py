@@ -3,6 +3,7 @@ the records before the run, and one run served of every hold with a length (work
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from flows.interaction.checkpoints import checkpoint
@@ -46,34 +47,57 @@ def _remember_override(profile_path: Path, suggested: str, chosen: str) -> None:
     profile_store.update(profile_path, change)
 
 
-def raise_alerts(run: Run) -> None:
+@dataclass(frozen=True)
+class Governed:
+    """What the records before this run decide of it: the alerts raised, the skills it takes (an alert's freeze takes
+    one out), and those it measures without editing (a pause served)."""
+
+    alerts: tuple[str, ...] = ()
+    skills: tuple[str, ...] = ()
+    measure_only: frozenset[str] = frozenset()
+
+
+def govern(run: Run, skills: list[str], readable: list[str]) -> Governed:
+    """The alerts, then one run served of every hold (``skills``: those the run may take; ``readable``: every skill
+    it can read, whose holds count down whether or not it takes them)."""
+    alerts, skills = raise_alerts(run, skills)
+    return Governed(tuple(alerts), tuple(skills), serve_holds(run, skills, readable))
+
+
+def raise_alerts(run: Run, skills: list[str]) -> tuple[list[str], list[str]]:
     """The alerts on the records before this run: each skill's own and the library's; a freeze takes the skill out
-    of this run, a pause is served by ``serve_holds``; a fixed check that fired is noted, never escalated."""
+    of this run, a pause is served by ``serve_holds``; a fixed check that fired is noted, never escalated. The alerts
+    raised, and the skills still taken."""
     history = mode_history(run.workspace)
     if history.empty:
-        return
+        return [], skills
     metrics = run_metrics(history)
     counters = {name: run.profile.counter(name, LIBRARY, str(run.workspace.mode)) for name in ("edit_outcomes", "score_shift")}
-    alerts = [a for a in check_alerts(metrics) if a.skill in run.skills] + check_library(metrics, counters)
-    for name, skill, action in apply_escalation(run.workspace, alerts, list(run.skills)):
+    alerts = [a for a in check_alerts(metrics) if a.skill in skills] + check_library(metrics, counters)
+    raised, taken = [], list(skills)
+    for name, skill, action in apply_escalation(run.workspace, alerts, list(skills)):
         detail = next(a.message for a in alerts if a.name == name and a.skill == skill)
-        run.alerts.append(f"{name} for {'the library' if skill == LIBRARY else skill}: {action} ({detail})")
+        raised.append(f"{name} for {'the library' if skill == LIBRARY else skill}: {action} ({detail})")
         run.effects.emit("luban.alert", skill, {"event_type": name, "severity": action, "detail": detail})
-        for held in (list(run.skills) if skill == LIBRARY else [skill]):
-            if action == "freeze" and held in run.skills:
-                run.skills.remove(held)
+        for held in (list(taken) if skill == LIBRARY else [skill]):
+            if action == "freeze" and held in taken:
+                taken.remove(held)
                 run.effects.notice(f"{held}: alert {name} escalated to a freeze; skipped until 'luban lift {held}'")
+    return raised, taken
 
 
-def serve_holds(run: Run, skills: list[str]) -> None:
-    """One run served of every hold with a length (workspace/holds.py): a paused skill is measured, not edited. A
-    resumed run continues one that was served already: its paused skills stay paused, nothing counts down."""
+def serve_holds(run: Run, skills: list[str], readable: list[str]) -> frozenset[str]:
+    """One run served of every hold with a length (workspace/holds.py): a paused skill is measured, not edited — the
+    skills of ``skills`` to measure only. A resumed run continues one that was served already: its paused skills stay
+    paused, nothing counts down."""
     if run.options.resume:
-        run.measure_only = frozenset(s for s in run.skills if s in run.profile.paused)
-        run.effects.notice(*[f"{s}: paused ({run.profile.paused[s].reason}): measured, not edited" for s in run.measure_only])
-        return
+        paused = run.profile.paused
+        measure_only = frozenset(s for s in skills if s in paused)
+        run.effects.notice(*[f"{s}: paused ({paused[s].reason}): measured, not edited" for s in sorted(measure_only)])
+        return measure_only
     ticked: list[Ticked] = []
-    run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, skills)))
+    run.effects.update_profile(run.workspace.profile, lambda p: ticked.append(tick(p, readable)))
     run.effects.notice(*ticked[0].ended)
-    run.measure_only = frozenset(s for s in ticked[0].measure_only if s in run.skills)
-    run.effects.notice(*[f"{s}: {why}" for s, why in ticked[0].measure_only.items() if s in run.measure_only])
+    measure_only = frozenset(s for s in ticked[0].measure_only if s in skills)
+    run.effects.notice(*[f"{s}: {why}" for s, why in ticked[0].measure_only.items() if s in measure_only])
+    return measure_only

@@ -11,7 +11,7 @@ from typing import Any
 from prefect import get_run_logger
 
 from flows.phases import resume
-from flows.phases.governance import choose_mode, raise_alerts, serve_holds
+from flows.phases.governance import choose_mode, govern
 from flows.phases.preflight import Refused, find_skills, recorded_rows
 from flows.ratchet import records
 from flows.ratchet.effects import PrefectEffects
@@ -72,14 +72,14 @@ class _Scope:
 
 
 def init(options: RunOptions, flow_run_id: str | None) -> Run:
-    """Phase 0: settings, scope, mode, ratchet, records, profile, read-only checks, alerts.
+    """Phase 0: settings, scope, mode, ratchet, records, profile, read-only checks, alerts — the run, complete.
 
     ``flow_run_id`` is the root flow run's: the key of this run's marker in the workspace."""
     settings = resolve(options.llm, os.environ, Path(options.skills_dir) / "luban.toml")
     scope = _scope(options, flow_run_id)
     run, undone = _open_run(scope, settings, flow_run_id)
     _say_how_it_started(run, scope, undone)
-    _read_records(run, scope)
+    run = _take_on(run, scope)
     get_run_logger().info("Phase 0: %s mode, %d skill(s) (%s), backend %s", run.mode, len(run.skills),
                           ", ".join(run.skills), run.backend.kind)
     return run
@@ -124,8 +124,12 @@ def _open_run(scope: _Scope, settings: Settings, flow_run_id: str | None) -> tup
         raise
     verdict = recorded_verdict(workspace.root, scope.marker, options.resume, backend) or consumer_verdict(workspace.mode, backend)
     config = RunConfig(options, workspace.mode, verdict, settings.keep_runs)
-    run = Run(config, workspace, ratchet, backend, run_dir, now, PrefectEffects(),
-              PrefectMeasurements(), manifest, flow_run_id=flow_run_id, repository_lock=held, budget_id=budget_id)
+    effects = PrefectEffects()
+    preferred_dims, meta_hints = meta_learnings.guidance(workspace.meta_learnings, str(workspace.mode))
+    states = {skill: SkillState(skill, buffer=_records_of(workspace, effects, now, skill)) for skill in scope.skills}
+    run = Run(config, workspace, ratchet, backend, run_dir, now, effects, PrefectMeasurements(), manifest,
+              states=states, preferred_dims=preferred_dims, meta_hints=meta_hints, flow_run_id=flow_run_id,
+              repository_lock=held, budget_id=budget_id)
     return run, undone
 
 
@@ -159,27 +163,30 @@ def _say_where_it_starts(run: Run, git) -> None:
                            f"that run's edits (merge that branch first to start from your own branch)")
 
 
-def _read_records(run: Run, scope: _Scope) -> None:
-    """Lessons, each skill's records and rejected edits, what a kill interrupted, and which skills this run takes."""
-    workspace = run.workspace
-    run.preferred_dims, run.meta_hints = meta_learnings.guidance(workspace.meta_learnings, str(run.mode))
-    for skill in scope.skills:
-        repair = ResultsFile(workspace.results_tsv(skill)).ensure()
-        if repair:
-            run.effects.notice(repair.message(workspace.results_tsv(skill)))
-        notice = check_readonly(workspace, skill)
-        if notice:
-            run.effects.notice(notice)
-        run.take(SkillState(skill, buffer=_load_buffer(run, skill)))
+def _records_of(workspace: Workspace, effects: PrefectEffects, now: datetime, skill: str) -> rejected_edits.Buffer:
+    """A skill's records made sound (a torn last line repaired, a read-only file said) and its rejected edits."""
+    repair = ResultsFile(workspace.results_tsv(skill)).ensure()
+    if repair:
+        effects.notice(repair.message(workspace.results_tsv(skill)))
+    notice = check_readonly(workspace, skill)
+    if notice:
+        effects.notice(notice)
+    return _load_buffer(workspace, effects, now, skill)
+
+
+def _take_on(run: Run, scope: _Scope) -> Run:
+    """What a kill interrupted settled, the unreadable skills recorded, and which skills this run takes: the run
+    with them, alerts raised and holds served (an evaluation only measures: governance is the optimizer's)."""
     if run.options.resume:  # after the buffers: a rejection's pending row is completed when its edit is in them
         resume.settle_interrupted_keeps(run, scope.skills)
     for skill, error in scope.unreadable.items():
         run.effects.notice(f"{skill}: not optimized: {error}")
         records.record_row(run, skill, RowDraft(0, Status.ERROR, stop=Stop.UNREADABLE, text=error))
-    run.skills = [s for s in scope.skills if _allowed(run, s)]
-    if not run.options.evaluate_only:  # governance is the optimizer's: an evaluation only measures
-        raise_alerts(run)
-        serve_holds(run, scope.skills)
+    skills = [s for s in scope.skills if _allowed(run, s)]
+    if run.options.evaluate_only:
+        return replace(run, skills=skills)
+    governed = govern(run, skills, scope.skills)
+    return replace(run, skills=list(governed.skills), alerts=list(governed.alerts), measure_only=governed.measure_only)
 
 
 def shared_budget(settings, budget_id: str | None):
@@ -201,16 +208,16 @@ def _unreadable(skills_dir: Path, skills: list[str]) -> dict[str, str]:
     return found
 
 
-def _load_buffer(run: Run, skill: str) -> rejected_edits.Buffer:
-    path = run.workspace.rejected_edits(skill)
+def _load_buffer(workspace: Workspace, effects: PrefectEffects, now: datetime, skill: str) -> rejected_edits.Buffer:
+    path = workspace.rejected_edits(skill)
     if not path.exists():
-        reverts = [r for r in ResultsFile(run.workspace.results_tsv(skill)).rows() if r.status == Status.REVERT]
+        reverts = [r for r in ResultsFile(workspace.results_tsv(skill)).rows() if r.status == Status.REVERT]
         if reverts:
-            run.effects.notice(f"{skill}: rejected_edits.md was missing; rebuilt it from {len(reverts)} revert row(s)")
-            buffer = rejected_edits.rebuild_from_results(skill, run.started.isoformat(), reverts)
+            effects.notice(f"{skill}: rejected_edits.md was missing; rebuilt it from {len(reverts)} revert row(s)")
+            buffer = rejected_edits.rebuild_from_results(skill, now.isoformat(), reverts)
             rejected_edits.save(path, buffer)
             return buffer
-    return rejected_edits.load(path, skill, run.started.isoformat())
+    return rejected_edits.load(path, skill, now.isoformat())
 
 
 def _allowed(run: Run, skill: str) -> bool:

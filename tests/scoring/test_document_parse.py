@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scoring.document import Heading, LinkTarget, Paragraph, _LazyLines, _targets, markdown_tokens, parse, render_inline
+from scoring.document import parse
+from scoring.markdown_walk import Heading, LinkTarget, Paragraph, _LazyLines, _targets, markdown_tokens, render_inline
 from tests.conftest import REPO_ROOT
 from tests.support.generated_skills import write_generated
 
