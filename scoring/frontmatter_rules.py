@@ -24,8 +24,8 @@ TRIGGER_WORDS = re.compile(
     r"触发词|关键词|trigger word|trigger phrase|triggers include|triggers:|keyword|mentions|says|asks for|提到|说"
 )
 _SENTENCE_SPLIT = re.compile(r"[.。!！?？;；\n]")
-_PAIRED_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("‘", "’"))
-_SYMMETRIC_QUOTES = ('"', "`")
+PAIRED_QUOTES = (("“", "”"), ("「", "」"), ("『", "』"), ("‘", "’"))
+SYMMETRIC_QUOTES = ('"', "`")
 _FILLER_ENDINGS = ("等等", "等", "之类", "以及更多", "etc", "and more", "and so on", "and others")
 _TRAILING_PUNCT = " .。!！;；,，"
 
@@ -104,9 +104,9 @@ def _check_when(description: str) -> Check:
 
 def quoted_phrases(description: str) -> list[str]:
     phrases: list[str] = []
-    for quote in _SYMMETRIC_QUOTES:
+    for quote in SYMMETRIC_QUOTES:
         phrases += description.split(quote)[1:-1:2]  # odd pieces lie between a pair
-    for opening, closing in _PAIRED_QUOTES:
+    for opening, closing in PAIRED_QUOTES:
         phrases += re.findall(f"{opening}([^{opening}{closing}]*){closing}", description)
     return [p for p in phrases if 1 <= len(p) <= 40 and p.strip()]
 

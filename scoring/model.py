@@ -125,6 +125,8 @@ ViolationKind = Literal[
     "duplicate_name",
     "similar_description",
     "name_convention",
+    "listing_cut",
+    "listing_dropped",
 ]
 
 

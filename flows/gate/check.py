@@ -6,8 +6,10 @@ imported only for `--changed`.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field, replace
+from importlib import resources
 from pathlib import Path
 
 from flows.gate.config import RULES, ScoreConfig, Severity
@@ -15,6 +17,7 @@ from scoring import SkillScore
 from scoring.document import MAX_BYTES, parse
 from scoring.hidden_text import strip_hidden
 from scoring.library import LibraryEntry, entry_of, library_violations
+from scoring.listings import Formats, formats_from, listing_violations
 from scoring.model import DimensionScore
 from scoring.reference_chains import deep_references, followed, onward_targets
 from scoring.rubric import score_document
@@ -112,8 +115,11 @@ def with_reference_chains(score: SkillScore, source: SkillSource) -> SkillScore:
 
 def with_library(results: list[SkillResult]) -> list[SkillResult]:
     """Each result with the findings across every skill scored with it (duplicate names, colliding descriptions,
-    a directory off its siblings' convention)."""
-    found = library_violations([r.entry for r in results if r.entry is not None]) if len(results) > 1 else {}
+    a directory off its siblings' convention, a skill the clients' listings cut or leave out)."""
+    entries = [r.entry for r in results if r.entry is not None]
+    found = library_violations(entries) if len(results) > 1 else {}
+    for path, listed in listing_violations(listing_formats(), entries).items():
+        found[path] = [*found.get(path, []), *listed]
     for result in results:
         extra = found.get(result.entry.path, []) if result.entry is not None else []
         if extra and result.score is not None:
@@ -271,3 +277,9 @@ def apply_gates(results: list[SkillResult], options: ScoreOptions) -> int:
         if result.gate_failures and status == EXIT_OK:
             status = EXIT_GATE
     return status
+
+
+@functools.cache
+def listing_formats() -> Formats:
+    """How clients list skills (scoring/skill_listings.json, shipped with the package)."""
+    return formats_from(resources.files("scoring").joinpath("skill_listings.json").read_text(encoding="utf-8"))

@@ -64,6 +64,11 @@ _WARNINGS = {  # fail the gate only with --strict
                            "them apart. Say what sets each apart, or merge them.",
     "name_convention": "A skill's directory is not named as the skill while its siblings' are. Rename the directory "
                        "or the skill.",
+    "listing_cut": "A client's listing of the library (Claude Code, Codex: names and descriptions cut to a budget of "
+                   "the context window) shows none of this description's trigger words: a router there does not see "
+                   "when to use it. Put when to use it and its trigger words first.",
+    "listing_dropped": "A client's listing of the library leaves this skill out (Codex, when even names and paths do "
+                       "not fit its budget): a router there cannot choose it. Shorten the library's descriptions.",
     "reserved_name": "A name or description Claude's API refuses (the reserved words anthropic and claude, XML tags). "
                      "Rename it, or write the word without brackets.",
     **{f"dim1.{name}": f"RUBRIC.md dim1 check '{name}' (frontmatter quality): when it fails, dim1 scores 0 of 10."
