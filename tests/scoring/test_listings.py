@@ -4,10 +4,13 @@ common context windows, and the findings where a description's trigger words or 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flows.gate.check import listing_formats
 from scoring.document import parse
@@ -159,3 +162,50 @@ def _with_codex_budget(characters: int) -> dict:
     data = json.loads((REPO_ROOT / "scoring" / "skill_listings.json").read_text(encoding="utf-8"))
     data["clients"]["codex"]["unknown_window_budget"] = characters
     return data
+
+
+NAMES = st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=12)
+DESCRIPTIONS = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=120)
+
+
+def codex_line(s: ListedSkill, chars: int) -> str:
+    """render.rs's line, written out here: the oracle the rendering is checked against."""
+    return f"- {s.name}: {s.description[:chars]} (file: {s.path})" if chars else f"- {s.name}: (file: {s.path})"
+
+
+def cost(unit: str, lines: list[str]) -> int:
+    if unit == "tokens":
+        return sum(math.ceil(len((line + "\n").encode("utf-8")) / 4) for line in lines)
+    return sum(len(line) + 1 for line in lines)
+
+
+@given(library=st.lists(st.tuples(NAMES, DESCRIPTIONS), min_size=1, max_size=12), limit=st.integers(20, 2000),
+       tokens=st.booleans())
+@settings(max_examples=150, deadline=None)
+def test_codex_never_overspends_and_leaves_no_character_it_could_still_afford(library, limit, tokens):
+    """Whatever the library and budget: the listing's lines are render.rs's, cost no more than the budget, and no
+    description could take one more character with what is left (the round-robin ran out); when even bare lines
+    overflow, a skill is left out only when its bare line no longer fits after those before it."""
+    data = _with_codex_budget(limit)
+    if tokens:
+        data["clients"]["codex"]["unknown_window_unit"] = "tokens"
+    formats = formats_from(json.dumps(data))
+    codex = next(c for c in formats.clients if c.name == "codex")
+    skills = sorted((skill(name, description, f"r0/{name}/SKILL.md") for name, description in library), key=lambda s: s.name)
+    listing = render(codex, skills, "unknown", formats)
+    unit = "tokens" if tokens else "characters"
+    lines = [codex_line(s, shown.kept) for s, shown in zip(skills, listing.shown, strict=True) if shown.listed]
+    assert listing.text.split("\n")[1:] == lines
+    if all(shown.listed for shown in listing.shown):
+        assert cost(unit, lines) <= limit or all(shown.kept == 0 for shown in listing.shown)
+        left = limit - cost(unit, lines)
+        for s, shown in zip(skills, listing.shown, strict=True):
+            if shown.kept < shown.length:
+                grown = cost(unit, [codex_line(s, shown.kept + 1)]) - cost(unit, [codex_line(s, shown.kept)])
+                assert grown > left, (s.name, shown, left)
+    else:
+        used = 0
+        for s, shown in zip(skills, listing.shown, strict=True):
+            bare = cost(unit, [codex_line(s, 0)])
+            assert shown.listed == (used + bare <= limit) and shown.kept == 0
+            used += bare if shown.listed else 0
