@@ -17,7 +17,9 @@ against this rule and on any cycle):
                       heartbeats; people and terminals (checkpoints, progress, interrupts, events)
 
     gate/         ``luban score``, the CI gate: stands alone (no Prefect, no phase),
-                  importing only interaction/terminal.py; only cli.py imports it.
+                  importing only interaction/terminal.py; only cli.py and route/ import it.
+    route/        ``luban route``: routing across the library measured (its own flow, no phase);
+                  reads skills and listings as the gate does, and asks at checkpoints.
 
 A module imports its own package or a layer below. Why this order: a phase
 decides what runs for which skills, scale-out runs a skill's rounds somewhere,

@@ -26,6 +26,7 @@ from flows.interaction.command_line import (
 )
 from flows.interaction.doctor import doctor as doctor_command
 from flows.interaction.terminal import usage_error as _usage_error
+from flows.route.cli import route as route_command
 
 app = typer.Typer(
     name="luban",
@@ -55,6 +56,7 @@ def main(
 
 
 app.command("score")(score_command)  # flows/gate/cli.py: the CI gate, light on imports like this module
+app.command("route")(route_command)  # flows/route/cli.py: routing across the library, measured
 app.command("doctor")(doctor_command)  # flows/interaction/doctor.py: the model server checked before a batch
 # flows/interaction/records_cli.py: the records read, or a hold lifted, without a run
 for command in (records_cli.history, records_cli.report, records_cli.status, records_cli.lift, records_cli.unfreeze,

@@ -65,6 +65,7 @@ class Reply:
     cap: int | None = None
     tool_calls: tuple[ToolCall, ...] = ()  # the functions the model asked to call (a tool loop answers them)
     seconds: float = 0.0  # the call's latency
+    tokens_cached: int = 0  # prompt tokens the server's cache served (OpenAI's cached_tokens, llama.cpp's cache_n)
 
     @property
     def truncated(self) -> bool:
@@ -149,7 +150,7 @@ class LLMClient:
         calls = tuple(ToolCall(str(c.id), str(c.function.name), str(c.function.arguments or ""))
                       for c in (getattr(choices[0].message, "tool_calls", None) or []) if getattr(c, "function", None)
                       ) if choices else ()
-        reply = Reply(text, model, tokens_in, tokens_out, finish, cap, calls, latency)
+        reply = Reply(text, model, tokens_in, tokens_out, finish, cap, calls, latency, _cached_tokens(response))
         self.usage.record(CallRecord(label, model, tokens_in, tokens_out, latency, "truncated" if reply.truncated else "ok", cap))
         return reply
 
@@ -230,6 +231,17 @@ class LLMClient:
             return LLMError("unavailable", self.scrub(f"{where} kept failing with HTTP {err.status_code} after "
                                                       f"{self.settings.max_retries} retries"))
         return LLMError("unavailable", self.scrub(f"{where}: {type(err).__name__}: {err}"))
+
+
+def _cached_tokens(response: Any) -> int:
+    """The prompt tokens a server's cache served: OpenAI's ``usage.prompt_tokens_details.cached_tokens`` (llama.cpp's
+    server fills it too), else llama.cpp's own ``timings.cache_n``; 0 where the server says neither."""
+    details = getattr(getattr(response, "usage", None), "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    if cached is None:
+        timings = (getattr(response, "model_extra", None) or {}).get("timings") or {}
+        cached = timings.get("cache_n") if isinstance(timings, dict) else None
+    return int(cached) if isinstance(cached, int | float) else 0
 
 
 def _formatted(request: dict[str, Any], dialect: Dialect, schema: dict) -> dict[str, Any]:

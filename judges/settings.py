@@ -22,6 +22,8 @@ ENV_NAMES: dict[str, str] = {
     "judge_model_2": "LUBAN_JUDGE_MODEL_2",
     "target_model": "LUBAN_TARGET_MODEL",
     "editor_model": "LUBAN_EDITOR_MODEL",
+    "router_model": "LUBAN_ROUTER_MODEL",
+    "route_runs": "LUBAN_ROUTE_RUNS",
     "max_concurrency": "LUBAN_MAX_CONCURRENCY",
     "max_llm_calls": "LUBAN_MAX_LLM_CALLS",
     "max_tokens": "LUBAN_MAX_TOKENS",
@@ -34,6 +36,7 @@ ENV_NAMES: dict[str, str] = {
     "target_reply_tokens": "LUBAN_TARGET_REPLY_TOKENS",
     "editor_reply_tokens": "LUBAN_EDITOR_REPLY_TOKENS",
     "designer_reply_tokens": "LUBAN_DESIGNER_REPLY_TOKENS",
+    "router_reply_tokens": "LUBAN_ROUTER_REPLY_TOKENS",
     "llm_limit": "LUBAN_LLM_LIMIT",
     "llm_rate_limit": "LUBAN_LLM_RATE_LIMIT",
     "keep_runs": "LUBAN_KEEP_RUNS",
@@ -54,7 +57,8 @@ class Role(StrEnum):
     GRADER = "grader"  # dim8's grade of a pair of answers, and its dry-run estimate
     TARGET = "target"  # the model that uses the skill, answering a test prompt
     EDITOR = "editor"  # the proposer and the exploratory rewrite
-    DESIGNER = "designer"  # Phase 0.5's test prompts
+    DESIGNER = "designer"  # Phase 0.5's test prompts, and the routing queries
+    ROUTER = "router"  # `luban route`: which skills of a listing a request goes to
 
 
 class Secret:
@@ -94,6 +98,10 @@ class Settings:
     judge_model_2: str | None = None
     target_model: str = "gpt-4o-mini"
     editor_model: str = "gpt-4o-mini"
+    # The models that pick skills from the listing in `luban route`, comma-separated (None: the target model). Every
+    # figure, keep and gate holds per model, and the worst one decides.
+    router_model: str | None = None
+    route_runs: int = 3  # runs of each routing query per model: their spread is the routing figures' noise
     max_concurrency: int = 4
     max_llm_calls: int = 500
     max_tokens: int = 2_000_000
@@ -109,6 +117,7 @@ class Settings:
     target_reply_tokens: int = 768
     editor_reply_tokens: int = 768
     designer_reply_tokens: int = 768
+    router_reply_tokens: int = 160  # a tool call (or JSON object) naming a few skills
     llm_limit: str | None = None  # a Prefect global concurrency limit every call takes a slot of (all workers)
     llm_rate_limit: str | None = None  # a Prefect global concurrency limit with slot decay: calls per second, all workers
     keep_runs: int = 20  # runs whose backups are kept in the workspace; older runs' folders are pruned in Phase 6
@@ -130,6 +139,12 @@ class Settings:
     def reply_cap(self, role: Role) -> int:
         """The most tokens a reply in this role may have (the call's max_tokens)."""
         return int(getattr(self, f"{role.value}_reply_tokens"))
+
+    @property
+    def router_models(self) -> tuple[str, ...]:
+        """The models `luban route` asks, in the order given: LUBAN_ROUTER_MODEL's list, else the target model."""
+        named = tuple(dict.fromkeys(m.strip() for m in (self.router_model or "").split(",") if m.strip()))
+        return named or (self.target_model,)
 
     @property
     def same_source(self) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
-from tests.support.llama_server import SUITE_CAPS, RealServer, environment, llama_cpp_python, llama_server
+from tests.support.llama_server import ALIAS, SUITE_CAPS, RealServer, environment, llama_cpp_python, llama_server
 from workspace.results_tsv import ResultsFile
 from workspace.void_replies import load
 
@@ -172,3 +172,39 @@ def test_llama_cpp_own_server_speaks_json_schema_and_says_its_slots(tmp_path: Pa
     assert "structured output for smollm2: json_object+schema" not in run["fallbacks"]
     print(f"\nllama-server: doctor {took_doctor:.0f} s; evaluate --mode quick, 1 skill: {took:.0f} s, "
           f"{run['usage']['calls']} calls")
+
+
+ROUTE_TRIGGERS = {
+    "api-changelog": [("write the changelog for the v2 API release", True), ("what changed in the API since 1.4", True),
+                      ("review my pull request", False)],
+    "pr-review": [("review this pull request diff for bugs", True), ("can you do a code review of my branch", True),
+                  ("write the changelog", False)],
+}
+
+
+@pytest.mark.timeout(900)
+def test_route_against_llama_server_reads_every_answer_and_says_what_the_cache_saved(tmp_path: Path, skills_dir: Path):
+    """`luban route` end to end against llama.cpp's server: SmolLM2 makes no tool calls, so it answers in JSON under
+    the json_schema it is given; every call gets a reply, the listing prefix comes from the server's cache after the
+    first call (its cached_tokens), and every figure carries its counts and interval. Protocol, not quality."""
+    library = tmp_path / "skills"
+    shutil.copytree(skills_dir, library)
+    for skill, cases in ROUTE_TRIGGERS.items():
+        (library / skill / "evals").mkdir(exist_ok=True)
+        (library / skill / "evals" / "triggers.json").write_text(
+            json.dumps([{"query": q, "should_trigger": t} for q, t in cases]), encoding="utf-8")
+    with llama_server(tmp_path) as other:
+        done, took = luban(other, "route", "--skills-dir", str(library), "--workspace", str(tmp_path / "ws"),
+                           "--runs", "2", "--approval", "auto", caps={"LUBAN_ROUTER_MODEL": ALIAS}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    figures = doc["models"][ALIAS]
+    assert doc["answers"].get("json", 0) > 0 and "tool" not in doc["answers"], doc["answers"]
+    assert figures["runs"] + figures["missing"] == doc["cost"]["calls"] == 2 * doc["queries"]["routed"]
+    assert doc["cost"]["tokens_cached"] > 0, doc["cost"]
+    assert all(s["recall"]["ci95"] is None or 0 <= s["recall"]["ci95"][0] <= s["recall"]["ci95"][1] <= 1
+               for s in figures["skills"].values())
+    assert Path(doc["report"]).is_file()
+    print(f"\nluban route, 2 skills × 2 runs against llama-server + SmolLM2: {took:.0f} s, {doc['cost']['calls']} calls, "
+          f"cached {100 * doc['cost']['cached_share']:.0f} % of prompt tokens, answers {doc['answers']}, "
+          f"top-1 {figures['top1_accuracy']['value']}")

@@ -37,7 +37,7 @@ def test_paused_run_is_approved_through_the_ui_form(prefect_server: dict, exampl
                     if time.monotonic() - last_try.get((run_id, checkpoint), 0) < 10:
                         continue  # submitted moments ago: give the run time to leave the paused state
                     last_try[(run_id, checkpoint)] = time.monotonic()
-                    page.goto(f"{api}/runs/flow-run/{run_id}", wait_until="networkidle")
+                    page.goto(f"{api}/runs/flow-run/{run_id}", wait_until="domcontentloaded")
                     page.get_by_role("button", name="Resume").click()
                     dialog = page.get_by_role("dialog")
                     expect(dialog).to_contain_text(f"🔴 {checkpoint}", timeout=30_000)  # the checkpoint's summary on the form

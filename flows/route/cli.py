@@ -1,0 +1,64 @@
+"""`luban route`: which skill each request goes to, across the library. One JSON document on stdout.
+
+Imported by ``flows/cli.py`` at start-up: Prefect and the rest load only when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from flows.interaction.command_line import prefect_defaults, skills_dir_option, workspace_option
+
+ROUTER_HELP = ("Models that pick skills from the listing, comma-separated; every figure holds per model "
+               "(overrides LUBAN_ROUTER_MODEL; default the target model).")
+
+
+def route(
+    skills: list[str] | None = typer.Argument(None, help="Skills whose queries to route (default: all); every skill "
+                                              "of --skills-dir stays in the listing the router sees."),
+    skills_dir: str = skills_dir_option(),
+    client: str = typer.Option("claude-code", "--client", help="Whose listing the router sees: claude-code, codex or "
+                               "agent-skills (scoring/skill_listings.json)."),
+    window: str = typer.Option("unknown", "--window", help="The context window whose listing budget applies: unknown, "
+                               "128k, 200k or 1M."),
+    eval_set: str | None = typer.Option(None, "--eval-set", help="Trigger queries, skill-creator's format: a list for "
+                                        "the one skill named, or {skill: list} (default: each skill's "
+                                        "evals/triggers.json)."),
+    router_model: str | None = typer.Option(None, "--router-model", help=ROUTER_HELP),
+    runs: int | None = typer.Option(None, "--runs", min=1, help="Runs of each query per model (LUBAN_ROUTE_RUNS, "
+                                    "default 3): their spread is the figures' noise."),
+    max_calls: int | None = typer.Option(None, "--max-calls", min=1, help="Stop routing after this many model calls; "
+                                         "the figures then say they are partial."),
+    approval: str = typer.Option("cli", "--approval", help="Who accepts newly designed queries: cli, ui or auto."),
+    workspace: str | None = workspace_option(),
+) -> None:
+    """Measure routing across the library: recall, false triggers, steals and confusions per skill, with intervals."""
+    from pathlib import Path
+
+    from flows.interaction.approvals import as_approval
+    from flows.route.library import read_library
+    from workspace.route_sets import read_eval_set
+
+    try:  # the refusals a user can fix, before Prefect starts: one line, exit 2, nothing written
+        answer = as_approval(approval)
+        library = read_library(Path(skills_dir), client, window)
+        if eval_set:
+            read_eval_set(Path(eval_set), list(skills or library.names))
+    except ValueError as err:
+        typer.echo(f"luban route: {err}", err=True)
+        raise typer.Exit(2) from None
+    llm = {k: v for k, v in {"router_model": router_model, "route_runs": runs}.items() if v is not None}
+    prefect_defaults()
+    from flows.route.flow import route_library
+
+    try:
+        result = route_library(skills_dir=skills_dir, skills=list(skills or []), client=client, window=window,
+                               eval_set=eval_set, workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
+    except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
+        typer.echo(f"luban route: {err}", err=True)
+        raise typer.Exit(2) from None
+    sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+    typer.echo(f"report: {result['report']}", err=True)

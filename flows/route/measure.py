@@ -1,0 +1,86 @@
+"""Route every query, several runs each, with each router model; what it cost; and the figures of each model.
+
+The calls run ``client.concurrency`` at a time. The run's call budget (``--max-calls``) is a hard stop: past it no call
+is sent, the routing so far is kept, and the stop is said — figures from part of the queries are marked partial.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from flows.route.library import Library
+from judges.llm import LLMClient
+from judges.router import Routed, route_once
+from judges.usage import BudgetExhausted
+from scoring.route_figures import LibraryFigures, Pick, figures
+from scoring.route_queries import RouteQuery
+
+
+@dataclass(frozen=True)
+class Cost:
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    tokens_cached: int  # of tokens_in, served by the server's prompt cache
+    call_seconds: float  # the calls' latencies summed
+    wall_seconds: float
+
+    def as_dict(self) -> dict[str, float | int]:
+        cached = self.tokens_cached / self.tokens_in if self.tokens_in else 0.0
+        return {"calls": self.calls, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
+                "tokens_cached": self.tokens_cached, "cached_share": round(cached, 3),
+                "call_seconds": round(self.call_seconds, 2), "wall_seconds": round(self.wall_seconds, 2)}
+
+
+@dataclass(frozen=True)
+class Routing:
+    picks: tuple[Pick, ...]
+    cost: Cost
+    channels: dict[str, int]  # how answers came: tool call, JSON, none readable
+    raw_unreadable: tuple[tuple[str, str], ...] = ()  # (query id, the reply) for replies that named no skills
+    stopped: str = ""  # why routing ended before every call was made
+
+    def of(self, model: str, library: Library, queries: Sequence[RouteQuery]) -> LibraryFigures:
+        return figures(model, library.names, queries, self.picks)
+
+
+def planned_calls(queries: int, runs: int, models: int) -> int:
+    """Calls a routing takes: one per query, run and model (plus one tool probe per model, counted by the client)."""
+    return queries * runs * models
+
+
+def route_all(client: LLMClient, models: Sequence[str], library: Library, queries: Sequence[RouteQuery],
+              runs: int) -> Routing:
+    names = frozenset(library.names)
+    jobs = [(m, q, r) for m in models for q in queries for r in range(runs)]
+    started = time.monotonic()
+    done: list[Routed] = []
+    stopped = ""
+    with ThreadPoolExecutor(max_workers=client.concurrency) as pool:
+        futures = [pool.submit(route_once, client, m, library.listing.text, names, q.id, q.text, r) for m, q, r in jobs]
+        _finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in futures:
+            if future.cancelled() or not future.done():
+                future.cancel()
+        for future in futures:
+            if future.cancelled():
+                continue
+            try:
+                done.append(future.result())
+            except BudgetExhausted as err:
+                stopped = stopped or f"the call budget ran out after {client.usage.calls} calls: {err}"
+    return _summed(done, time.monotonic() - started, stopped)
+
+
+def _summed(done: list[Routed], wall: float, stopped: str) -> Routing:
+    channels: dict[str, int] = {}
+    for routed in done:
+        key = routed.channel or "no answer"
+        channels[key] = channels.get(key, 0) + 1
+    cost = Cost(len(done), sum(r.tokens_in for r in done), sum(r.tokens_out for r in done),
+                sum(r.tokens_cached for r in done), sum(r.seconds for r in done), wall)
+    raw = tuple((r.pick.query, r.raw) for r in done if r.raw)
+    return Routing(tuple(r.pick for r in done), cost, channels, raw, stopped)

@@ -1,0 +1,168 @@
+"""`luban route` on a loopback world whose routing truth is known: real Prefect, the real openai client over HTTP,
+skills on disk. The figures it reports hold the world's true rates; designed queries pass a checkpoint, are saved and
+reused; a model-less run says what it needs; a call budget stops it, said."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flows.route.flow import route_library
+from flows.route.library import read_library
+from scoring.route_queries import NONE, Split, split_of
+from tests.support.openai_server import ScriptedOpenAI, reply
+from tests.support.routing_world import AffinityRouter, listing_in
+
+pytestmark = pytest.mark.usefixtures("prefect_api")
+
+SKILLS = {
+    "invoices": "Creates and sends customer invoices from billing records. Use when the user asks to bill a client.",
+    "weather": "Forecasts tomorrow's weather for a city from station data. Use when the user asks about rain or sun.",
+    "recipes": "Suggests dinner recipes from the ingredients in the fridge. Use when the user asks what to cook.",
+    "travel": "Plans train and flight trips with hotel bookings. Use when the user asks to plan a journey.",
+}
+TRIGGERS = {
+    "invoices": [("bill the client for the customer invoices of march", True), ("send customer invoices today", True),
+                 ("create invoices from the billing records", True), ("sends billing records", True),
+                 ("what will the weather be tomorrow", False), ("plan a train trip", False)],
+    "weather": [("will there be rain or sun tomorrow in the city", True), ("forecast tomorrow weather", True),
+                ("station data for the weather forecast", True), ("what should i cook for dinner", False)],
+}
+DESIGNED = {"queries": [
+    {"kind": "explicit", "query": "suggest dinner recipes from my fridge ingredients", "belongs_to": "recipes"},
+    {"kind": "implicit", "query": "what can i cook tonight with eggs", "belongs_to": "recipes"},
+    {"kind": "buried", "query": "after work i need dinner recipes, then a movie", "belongs_to": "recipes"},
+    {"kind": "near_miss", "query": "invoices for the dinner party ingredients", "belongs_to": "invoices"},
+    {"kind": "none", "query": "tell me a joke about cats", "belongs_to": "none"},
+]}
+
+
+def make_library(root: Path) -> Path:
+    for name, description in SKILLS.items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nSteps.\n",
+                                         encoding="utf-8")
+    for name, cases in TRIGGERS.items():
+        (root / name / "evals").mkdir()
+        (root / name / "evals" / "triggers.json").write_text(
+            json.dumps([{"query": q, "should_trigger": t} for q, t in cases]), encoding="utf-8")
+    return root
+
+
+class World(AffinityRouter):
+    """The affinity router, and a designer that writes the same queries for whichever skill asks."""
+
+    designs: int = 0
+
+    def __call__(self, request):
+        system = request.body["messages"][0]["content"]
+        if "You write test requests" in system:
+            self.designs += 1
+            skill = request.body["messages"][-1]["content"].split("name: ")[1].split("\n")[0]
+            queries = [q | {"query": f"{q['query']} ({skill})"} for q in DESIGNED["queries"]]
+            return reply({"queries": queries})
+        return super().__call__(request)
+
+
+@pytest.fixture
+def world(monkeypatch):
+    router = World(beta=1.5, none_score=1.0, seed=3)
+    with ScriptedOpenAI() as server:
+        server.responder = router
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-route-test-3b9f")
+        monkeypatch.setenv("LUBAN_ROUTER_MODEL", "router-a")
+        yield router, server
+
+
+def true_recall(world: AffinityRouter, skills_dir: Path, queries: list[tuple[str, str]]) -> float:
+    """The world's own recall over (owner, query): the mean probability it picks the owner, from the listing shown."""
+    shown = listing_in(read_library(skills_dir).listing.text)
+    return sum(world.probabilities(shown, q)[owner] for owner, q in queries) / len(queries)
+
+
+def test_the_figures_hold_the_worlds_truth_and_designed_queries_are_saved_and_reused(tmp_path, world):
+    router, _ = world
+    skills = make_library(tmp_path / "skills")
+    doc = route_library(skills_dir=str(skills), llm={"route_runs": 12}, workspace=str(tmp_path / "ws"))
+    figures = doc["models"]["router-a"]
+    assert doc["worst_model"] == "router-a" and doc["partial"] is None
+    # the queries that are invoices' (its author's positives, and the designed near-misses that belong to it) that
+    # were routed (train and validation), and the world's true recall over them
+    saved = json.loads((tmp_path / "ws/routing/queries.json").read_text(encoding="utf-8"))
+    invoices = [(owner, q) for owner, q, expected in [("invoices", q, "invoices") for q, t in TRIGGERS["invoices"] if t]
+                + [(s["owner"], s["query"], s["expected"]) for s in saved]
+                if expected == "invoices" and split_of(owner, q) != Split.TEST]
+    measured = figures["skills"]["invoices"]["recall"]
+    assert measured["out_of"] == 12 * len(invoices)
+    truth = true_recall(router, skills, [("invoices", q) for _, q in invoices])
+    assert measured["ci95"][0] <= truth <= measured["ci95"][1], (truth, measured)
+    # the designed queries: accepted (auto), saved, split, and their none query measured
+    assert doc["queries"]["source"]["recipes"] == "designed now" and router.designs == 2  # recipes and travel
+    assert {q["owner"] for q in saved} == {"recipes", "travel"} and len(saved) == 10
+    assert figures["none_accuracy"]["out_of"] % 12 == 0
+    assert doc["cost"]["tokens_cached"] > 0 and doc["answers"] == {"tool": doc["cost"]["calls"]}
+    report = Path(doc["report"])
+    assert report.is_file() and (report.parent / "confusion-1.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| invoices |" in report.read_text(encoding="utf-8")
+    picks = (report.parent / "picks.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(picks) == doc["cost"]["calls"] == 12 * doc["queries"]["routed"]
+    again = route_library(skills_dir=str(skills), llm={"route_runs": 1}, workspace=str(tmp_path / "ws"))
+    assert router.designs == 2 and again["queries"]["source"]["recipes"].startswith("designed earlier")
+    assert again["queries"]["routed"] == doc["queries"]["routed"]  # the same queries, the same split
+
+
+def test_a_skill_that_takes_anothers_queries_shows_as_a_steal_and_a_confusion(tmp_path, world):
+    router, _ = world
+    skills = make_library(tmp_path / "skills")
+    # the travel skill's description now claims the invoices' words: the world routes their queries to it
+    (skills / "travel/SKILL.md").write_text("---\nname: travel\ndescription: Plans trips; also creates and sends "
+                                            "customer invoices from billing records for the client.\n---\n\n# travel\n",
+                                            encoding="utf-8")
+    router.beta = 4.0
+    doc = route_library(skills_dir=str(skills), skills=["invoices"], llm={"route_runs": 6}, workspace=str(tmp_path / "ws"))
+    figures = doc["models"]["router-a"]
+    confused = {(c["asked"], c["took"]): c for c in figures["confusions"]}
+    assert confused[("invoices", "travel")]["value"] >= 0.2
+    assert figures["skills"]["travel"]["steals"]["hits"] > 0
+    assert router.designs == 0  # only invoices was routed, on its author's queries
+
+
+def test_offline_the_listing_is_checked_and_routing_says_it_needs_a_model(tmp_path, monkeypatch):
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    skills = make_library(tmp_path / "skills")
+    (skills / "broken").mkdir()
+    (skills / "broken/SKILL.md").write_text("---\nname: broken\n---\nno description\n", encoding="utf-8")
+    doc = route_library(skills_dir=str(skills), workspace=str(tmp_path / "ws"))
+    assert doc["routing"].startswith("not measured: a model") and "models" not in doc
+    assert doc["skills"] == 4 and "no description" in doc["unroutable"][0]["why"]
+    assert doc["listing"]["routed_with"]["client"] == "claude-code"
+    sources = doc["queries"]["source"]
+    assert not any(s.startswith("designed") for s in sources.values())  # nothing invented offline
+    assert sources["recipes"].startswith("no queries") and "give a model" in sources["recipes"]
+    assert not (tmp_path / "ws/routing/queries.json").exists()
+    assert "Routing not measured" in Path(doc["report"]).read_text(encoding="utf-8")
+
+
+def test_the_call_budget_stops_routing_and_the_figures_say_partial(tmp_path, world):
+    skills = make_library(tmp_path / "skills")
+    doc = route_library(skills_dir=str(skills), skills=["invoices", "weather"], llm={"route_runs": 5},
+                        workspace=str(tmp_path / "ws"), max_calls=9)
+    assert doc["partial"] and "call budget" in doc["partial"]
+    assert doc["cost"]["calls"] <= 8  # one of the nine was the tool probe
+    assert doc["models"]["router-a"]["runs"] == doc["cost"]["calls"]
+
+
+def test_errors_are_missing_data_not_none(tmp_path, world):
+    router, _ = world
+    router.fail_every = 3
+    skills = make_library(tmp_path / "skills")
+    doc = route_library(skills_dir=str(skills), skills=["invoices"], llm={"route_runs": 6}, workspace=str(tmp_path / "ws"))
+    figures = doc["models"]["router-a"]
+    assert figures["missing"] > 0 and figures["runs"] + figures["missing"] == doc["cost"]["calls"]
+    assert doc["answers"]["no answer"] == figures["missing"]
+    assert NONE not in figures["skills"]
