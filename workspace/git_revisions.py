@@ -25,7 +25,8 @@ class ChangedSkill:
     deleted: bool = False
 
 
-def changed_skills(start: Path, base: str, within: list[Path] | None = None) -> list[ChangedSkill]:
+def _open(start: Path, base: str):
+    """(the repository ``start`` is in, the commit ``base`` names); RevisionError saying what to fix."""
     import git
 
     try:
@@ -40,6 +41,11 @@ def changed_skills(start: Path, base: str, within: list[Path] | None = None) -> 
         raise RevisionError(
             f"--base {base}: unknown revision; use a commit, a branch or a tag (in CI fetch it first, e.g. 'git fetch origin main')"
         ) from None
+    return repo, commit
+
+
+def changed_skills(start: Path, base: str, within: list[Path] | None = None) -> list[ChangedSkill]:
+    repo, commit = _open(start, base)
     root = Path(repo.working_tree_dir)
     names = set(repo.git.diff("--name-only", "--no-renames", "-z", commit.hexsha, "--").split("\0"))
     names |= set(repo.untracked_files)
@@ -51,6 +57,24 @@ def changed_skills(start: Path, base: str, within: list[Path] | None = None) -> 
             continue
         changed.append(ChangedSkill(path, _at_revision(commit, name), deleted=not path.exists()))
     return changed
+
+
+def skills_at(start: Path, base: str) -> list[SkillSource]:
+    """Every SKILL.md under the folder ``start`` as it was at ``base`` (the library a change is compared against)."""
+    repo, commit = _open(start, base)
+    inside = PurePosixPath(Path(start).resolve().relative_to(Path(repo.working_tree_dir).resolve()).as_posix())
+    tree = commit.tree if str(inside) == "." else _subtree(commit.tree, str(inside))
+    if tree is None:
+        return []
+    found = [item.path for item in tree.traverse() if item.type == "blob" and PurePosixPath(item.path).name == SKILL_FILE]
+    return [source for name in sorted(found) if (source := _at_revision(commit, name)) is not None]
+
+
+def _subtree(tree, path: str):
+    try:
+        return tree / path
+    except KeyError:
+        return None
 
 
 def _at_revision(commit, name: str) -> SkillSource | None:

@@ -34,6 +34,10 @@ def route(
                                          "the figures then say they are partial."),
     approval: str = typer.Option("cli", "--approval", help="Who accepts newly designed queries: cli, ui or auto."),
     workspace: str | None = workspace_option(),
+    changed: bool = typer.Option(False, "--changed", help="The pull-request gate: route the changed skills' queries "
+                                 "and their neighbours' against the library at --base and as it is now; exit 1 when a "
+                                 "changed skill loses recall or takes others' queries beyond noise, 2 when undecided."),
+    base: str = typer.Option("HEAD", "--base", help="With --changed: the revision to compare against (e.g. origin/main)."),
 ) -> None:
     """Measure routing across the library: recall, false triggers, steals and confusions per skill, with intervals."""
     from pathlib import Path
@@ -52,13 +56,23 @@ def route(
         raise typer.Exit(2) from None
     llm = {k: v for k, v in {"router_model": router_model, "route_runs": runs}.items() if v is not None}
     prefect_defaults()
-    from flows.route.flow import route_library
-
     try:
-        result = route_library(skills_dir=skills_dir, skills=list(skills or []), client=client, window=window,
-                               eval_set=eval_set, workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
+        if changed:
+            from flows.route.gate import route_changes
+
+            result = route_changes(skills_dir=skills_dir, base=base, client=client, window=window, eval_set=eval_set,
+                                   workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
+        else:
+            from flows.route.flow import route_library
+
+            result = route_library(skills_dir=skills_dir, skills=list(skills or []), client=client, window=window,
+                                   eval_set=eval_set, workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban route: {err}", err=True)
         raise typer.Exit(2) from None
     sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
-    typer.echo(f"report: {result['report']}", err=True)
+    if "report" in result:
+        typer.echo(f"report: {result['report']}", err=True)
+    if changed:
+        typer.echo(f"luban route --changed: {result['gate']}: {result['why']}", err=True)
+        raise typer.Exit({"pass": 0, "fail": 1}.get(result["gate"], 2))

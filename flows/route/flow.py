@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,28 +80,53 @@ def route_library(skills_dir: str, skills: list[str] | None = None, client: str 
                   approval: Approval = "auto", llm: dict[str, Any] | None = None,
                   max_calls: int | None = None) -> dict[str, Any]:
     """Measure which skill each request goes to, across the library, with each router model."""
-    logger = get_run_logger()
+    setup = set_up(skills_dir, workspace, llm, max_calls)
+    library = read_library(Path(skills_dir), client, window)
+    query_plan = queries_for(library, setup, list(skills or []), eval_set, approval)
+    measured, sealed = query_plan.routed(MEASURED), len(query_plan.routed((Split.TEST,)))
+    routing, per_model = None, []
+    if setup.client is not None and measured:
+        say_cost(setup.settings, len(measured), libraries=1)
+        routing = route(setup.client, setup.settings.router_models, library, measured, setup.settings.route_runs)
+        per_model = [routing.of(m, library, measured) for m in setup.settings.router_models]
+    needs = NEEDS_A_MODEL if setup.client is None else "no skill has queries (see queries.source)"
+    doc = document(library, query_plan, len(measured), sealed, routing, per_model, needs)
+    doc["settings"] = _said(setup.settings)
+    doc["report"] = str(write_report(setup.root, doc, per_model, routing, measured))
+    return doc
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A routing run's settings, resolved once, where it writes, and its model client (None offline)."""
+
+    settings: Settings
+    root: Path
+    client: LLMClient | None
+
+
+def set_up(skills_dir: str, workspace: str | None, llm: dict[str, Any] | None, max_calls: int | None) -> Setup:
     settings = resolve(llm, os.environ, Path(skills_dir) / "luban.toml")
     if max_calls is not None:
         settings = replace(settings, max_llm_calls=max_calls)
-    library = read_library(Path(skills_dir), client, window)
     root = Path(workspace).resolve() if workspace else default_root(Path(skills_dir))
-    model_client = LLMClient(settings) if settings.backend == "openai" else None
-    query_plan = _accepted(plan(library, root, list(skills or []), Path(eval_set) if eval_set else None, model_client,
-                                settings.editor_model), root, approval)
-    measured, sealed = query_plan.routed(MEASURED), len(query_plan.routed((Split.TEST,)))
-    routing, per_model = None, []
-    if model_client is not None and measured:
-        calls = planned_calls(len(measured), settings.route_runs, len(settings.router_models))
-        logger.info("routing %d queries × %d runs × %d router models = %d calls (at most %d: --max-calls)",
-                    len(measured), settings.route_runs, len(settings.router_models), calls, settings.max_llm_calls)
-        routing = route(model_client, settings.router_models, library, measured, settings.route_runs)
-        per_model = [routing.of(m, library, measured) for m in settings.router_models]
-    needs = NEEDS_A_MODEL if model_client is None else "no skill has queries (see queries.source)"
-    doc = document(library, query_plan, len(measured), sealed, routing, per_model, needs)
-    doc["settings"] = _said(settings)
-    doc["report"] = str(write_report(root, doc, per_model, routing, measured))
-    return doc
+    return Setup(settings, root, LLMClient(settings) if settings.backend == "openai" else None)
+
+
+def queries_for(library: Library, setup: Setup, focus: list[str], eval_set: str | None, approval: Approval) -> QueryPlan:
+    """The focused skills' queries, new designed ones accepted at the checkpoint (or left out)."""
+    designed = plan(library, setup.root, focus, Path(eval_set) if eval_set else None, setup.client,
+                    setup.settings.editor_model)
+    return _accepted(designed, setup.root, approval)
+
+
+def say_cost(settings: Settings, queries: int, libraries: int) -> int:
+    """The calls a routing will take, said before it starts (and the cap it stops at)."""
+    calls = libraries * planned_calls(queries, settings.route_runs, len(settings.router_models))
+    get_run_logger().info("routing %d queries × %d runs × %d router models%s = %d calls (it stops at %d: --max-calls)",
+                          queries, settings.route_runs, len(settings.router_models),
+                          f" × {libraries} libraries" if libraries > 1 else "", calls, settings.max_llm_calls)
+    return calls
 
 
 def _accepted(query_plan: QueryPlan, root: Path, approval: Approval) -> QueryPlan:

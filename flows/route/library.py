@@ -13,6 +13,7 @@ from flows.gate.check import listing_formats
 from scoring.document import parse
 from scoring.library import entry_of
 from scoring.listings import ListedSkill, Listing, listings, one_line, render
+from workspace.git_revisions import skills_at
 from workspace.skill_source import SkillSource, discover, read_skill, source_text
 
 DEFAULT_CLIENT = "claude-code"  # the tightest listing of the common clients at an unknown window
@@ -52,17 +53,27 @@ class LibraryError(ValueError):
 
 def read_library(skills_dir: Path, client: str = DEFAULT_CLIENT, window: str = DEFAULT_WINDOW) -> Library:
     """Every skill under ``skills_dir``, and the listings of those that can be routed; LibraryError when none can."""
+    sources = [item if isinstance(item, SkillSource) else read_skill(item) for item in discover([str(skills_dir)])]
+    return library_of(sources, str(skills_dir), client, window)
+
+
+def library_at(skills_dir: Path, revision: str, client: str = DEFAULT_CLIENT, window: str = DEFAULT_WINDOW) -> Library:
+    """The library as it was at a git revision (what a change is compared against)."""
+    return library_of(skills_at(skills_dir, revision), f"{skills_dir} at {revision}", client, window)
+
+
+def library_of(sources: list[SkillSource], where: str, client: str = DEFAULT_CLIENT,
+               window: str = DEFAULT_WINDOW) -> Library:
     formats = listing_formats()
     chosen = next((c for c in formats.clients if c.name == client), None)
     if chosen is None:
         raise LibraryError(f"no client {client!r}; choose one of {', '.join(c.name for c in formats.clients)}")
     if window not in formats.windows:
         raise LibraryError(f"no window {window!r}; choose one of {', '.join(formats.windows)}")
-    skills, unroutable = _routable([item if isinstance(item, SkillSource) else read_skill(item)
-                                    for item in discover([str(skills_dir)])])
+    skills, unroutable = _routable(sources)
     if not skills:
         said = "; ".join(f"{path}: {why}" for path, why in unroutable[:3])
-        raise LibraryError(f"{skills_dir}: no skill can be offered to a router{': ' + said if said else ''}")
+        raise LibraryError(f"{where}: no skill can be offered to a router{': ' + said if said else ''}")
     listed = [ListedSkill(s.name, s.description, f"r0/{s.directory.name}/SKILL.md") for s in skills]
     return Library(tuple(skills), tuple(unroutable), render(chosen, listed, window, formats),
                    tuple(listings(formats, listed)))

@@ -18,9 +18,10 @@ import random
 import re
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from scoring.route_queries import NONE, words
-from tests.support.openai_server import Request, Scripted, completion, error
+from tests.support.openai_server import Request, Scripted, completion, error, reply
 from tests.support.scripted_llm import tool_call_completion
 
 _LINE = re.compile(r"^- ([^:\n]+): (.*)$", re.MULTILINE)
@@ -103,3 +104,53 @@ def _with_cache(body: dict, system: str, cached: int) -> dict:
     body["usage"] = {"prompt_tokens": prompt, "completion_tokens": 12, "total_tokens": prompt + 12,
                      "prompt_tokens_details": {"cached_tokens": cached}}
     return body
+
+
+SKILLS = {
+    "invoices": "Creates and sends customer invoices from billing records. Use when the user asks to bill a client.",
+    "weather": "Forecasts tomorrow's weather for a city from station data. Use when the user asks about rain or sun.",
+    "recipes": "Suggests dinner recipes from the ingredients in the fridge. Use when the user asks what to cook.",
+    "travel": "Plans train and flight trips with hotel bookings. Use when the user asks to plan a journey.",
+}
+TRIGGERS = {
+    "invoices": [("bill the client for the customer invoices of march", True), ("send customer invoices today", True),
+                 ("create invoices from the billing records", True), ("sends billing records", True),
+                 ("what will the weather be tomorrow", False), ("plan a train trip", False)],
+    "weather": [("will there be rain or sun tomorrow in the city", True), ("forecast tomorrow weather", True),
+                ("station data for the weather forecast", True), ("what should i cook for dinner", False)],
+}
+DESIGNED = {"queries": [
+    {"kind": "explicit", "query": "suggest dinner recipes from my fridge ingredients", "belongs_to": "recipes"},
+    {"kind": "implicit", "query": "what can i cook tonight with eggs", "belongs_to": "recipes"},
+    {"kind": "buried", "query": "after work i need dinner recipes, then a movie", "belongs_to": "recipes"},
+    {"kind": "near_miss", "query": "invoices for the dinner party ingredients", "belongs_to": "invoices"},
+    {"kind": "none", "query": "tell me a joke about cats", "belongs_to": "none"},
+]}
+
+
+def make_library(root: Path) -> Path:
+    for name, description in SKILLS.items():
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nSteps.\n",
+                                         encoding="utf-8")
+    for name, cases in TRIGGERS.items():
+        (root / name / "evals").mkdir()
+        (root / name / "evals" / "triggers.json").write_text(
+            json.dumps([{"query": q, "should_trigger": t} for q, t in cases]), encoding="utf-8")
+    return root
+
+
+class World(AffinityRouter):
+    """The affinity router, and a designer that writes the same queries for whichever skill asks."""
+
+    designs: int = 0
+
+    def __call__(self, request):
+        system = request.body["messages"][0]["content"]
+        if "You write test requests" in system:
+            self.designs += 1
+            skill = request.body["messages"][-1]["content"].split("name: ")[1].split("\n")[0]
+            queries = [q | {"query": f"{q['query']} ({skill})"} for q in DESIGNED["queries"]]
+            return reply({"queries": queries})
+        return super().__call__(request)
