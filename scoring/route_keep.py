@@ -126,9 +126,12 @@ def paired(name: str, queries: Sequence[RouteQuery], base: Sequence[Pick], candi
 
 
 def decide(model: str, queries: Sequence[RouteQuery], base: Sequence[Pick], candidate: Sequence[Pick],
-           skills: Sequence[str]) -> RouteDecision:
-    """Keep the candidate for ``model`` only when its routing is right more often beyond noise and no guard fails."""
-    better = paired("right routing", queries, base, candidate, model, right)
+           skills: Sequence[str], concerned: Sequence[RouteQuery] | None = None) -> RouteDecision:
+    """Keep the candidate for ``model`` only when its routing is right more often beyond noise and no guard fails.
+    ``concerned``: the queries the gain is measured on (a round's: those of the edited skill, its neighbours and
+    none — chosen before either routing, so the test stays exact, and not diluted by queries far from the edit);
+    the guards read every query."""
+    better = paired("right routing", concerned if concerned is not None else queries, base, candidate, model, right)
     guards = _guards(queries, base, candidate, model, skills)
     limit = GUARD_ALPHA / max(1, len(guards))
     missing = sum(p.chosen is None for p in (*base, *candidate) if p.model == model)

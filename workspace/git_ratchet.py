@@ -38,7 +38,8 @@ from workspace.lock import held_by, repository_lock
 from workspace.skill_source import SKILL_FILE
 
 EDIT_TRAILER = "Luban-Edit:"
-_SUBJECT_TAIL = re.compile(r" (\+-?[0-9.]+ \[[^\]]*\]|\(undo [0-9a-f]+\))$")  # after the skill: a keep's gain, an undo's target
+# after the skill: a keep's gain, an undo's target, a restore's revision and reason
+_SUBJECT_TAIL = re.compile(r" (\+-?[0-9.]+ \[[^\]]*\]|\(undo [0-9a-f]+\)|\(to [0-9a-f]+: [^)]*\))$")
 
 
 class CommitKind(StrEnum):
@@ -213,6 +214,13 @@ class GitRatchet:
         folder = self._folder(skill)
         self.repo.git.checkout(self.original, "--", folder)
         return self._commit_only(skill, f"{CommitKind.RESTORE_ORIGINAL}: {skill}", folder)
+
+    def restore_to(self, skill: str, revision: str, why: str) -> str:
+        """Return the skill's folder to its state at ``revision`` of this run (a routing run's validation choosing an
+        earlier kept version), recorded as a commit on the run branch."""
+        folder = self._folder(skill)
+        self.repo.git.checkout(revision, "--", folder)
+        return self._commit_only(skill, f"{CommitKind.RESTORE_ORIGINAL}: {skill} (to {revision[:12]}: {why})", folder)
 
     def original_text(self, skill: str) -> bytes:
         return self.committed_text(skill, self.original)

@@ -38,6 +38,10 @@ def route(
                                  "and their neighbours' against the library at --base and as it is now; exit 1 when a "
                                  "changed skill loses recall or takes others' queries beyond noise, 2 when undecided."),
     base: str = typer.Option("HEAD", "--base", help="With --changed: the revision to compare against (e.g. origin/main)."),
+    optimize: bool = typer.Option(False, "--optimize", help="Edit descriptions for the library's routing, one round at "
+                                  "a time on a git branch, each kept only beyond noise; then the validation queries "
+                                  "choose among the kept versions and the sealed test is read once."),
+    rounds: int = typer.Option(3, "--rounds", min=1, help="With --optimize: the most rounds."),
 ) -> None:
     """Measure routing across the library: recall, false triggers, steals and confusions per skill, with intervals."""
     from pathlib import Path
@@ -57,7 +61,12 @@ def route(
     llm = {k: v for k, v in {"router_model": router_model, "route_runs": runs}.items() if v is not None}
     prefect_defaults()
     try:
-        if changed:
+        if optimize:
+            from flows.route.rounds import optimize_routing
+
+            result = optimize_routing(skills_dir=skills_dir, rounds=rounds, client=client, window=window, eval_set=eval_set,
+                                      workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
+        elif changed:
             from flows.route.gate import route_changes
 
             result = route_changes(skills_dir=skills_dir, base=base, client=client, window=window, eval_set=eval_set,

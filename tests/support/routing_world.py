@@ -119,15 +119,6 @@ TRIGGERS = {
     "weather": [("will there be rain or sun tomorrow in the city", True), ("forecast tomorrow weather", True),
                 ("station data for the weather forecast", True), ("what should i cook for dinner", False)],
 }
-DESIGNED = {"queries": [
-    {"kind": "explicit", "query": "suggest dinner recipes from my fridge ingredients", "belongs_to": "recipes"},
-    {"kind": "implicit", "query": "what can i cook tonight with eggs", "belongs_to": "recipes"},
-    {"kind": "buried", "query": "after work i need dinner recipes, then a movie", "belongs_to": "recipes"},
-    {"kind": "near_miss", "query": "invoices for the dinner party ingredients", "belongs_to": "invoices"},
-    {"kind": "none", "query": "tell me a joke about cats", "belongs_to": "none"},
-]}
-
-
 def make_library(root: Path) -> Path:
     for name, description in SKILLS.items():
         folder = root / name
@@ -141,16 +132,40 @@ def make_library(root: Path) -> Path:
     return root
 
 
+def designed_for(skill: str, user: str) -> dict:
+    """What users of ``skill`` really ask (from its true purpose, SKILLS, whatever its description says now), a
+    near-miss in its first neighbour's words, and a request for no skill."""
+    purpose = [w for w in re.findall(r"[a-z']+", SKILLS[skill].lower()) if len(w) > 3 and w not in ("when", "user", "asks")]
+    neighbour = re.search(r"<neighbours-[0-9a-f]+>\n- ([\w-]+): ", user)
+    other = neighbour.group(1) if neighbour and neighbour.group(1) in SKILLS else None
+    theirs = [w for w in re.findall(r"[a-z']+", SKILLS[other].lower()) if len(w) > 3] if other else []
+    queries = [{"kind": "explicit", "query": " ".join(purpose[0:5]), "belongs_to": skill},
+               {"kind": "implicit", "query": "i need " + " ".join(purpose[3:7]), "belongs_to": skill},
+               {"kind": "buried", "query": f"after lunch {' '.join(purpose[1:5])}, then email the team", "belongs_to": skill},
+               {"kind": "explicit", "query": "please " + " ".join(purpose[2:6]) + " now", "belongs_to": skill},
+               {"kind": "none", "query": f"tell me a joke about cats and {skill[:2]}", "belongs_to": "none"}]
+    if other:
+        queries.append({"kind": "near_miss", "query": " ".join(theirs[0:4]) + f" for {skill}", "belongs_to": other})
+    return {"queries": queries}
+
+
 class World(AffinityRouter):
-    """The affinity router, and a designer that writes the same queries for whichever skill asks."""
+    """The affinity router, a designer that writes the same queries for whichever skill asks, and an editor that
+    proposes ``proposals[skill]`` (else the description unchanged, which Luban does not even try)."""
 
     designs: int = 0
+    proposals: dict[str, str] = {}  # noqa: RUF012 - set per test on the instance
+    edit_requests: list[str] = []  # noqa: RUF012 - set per test on the instance
 
     def __call__(self, request):
         system = request.body["messages"][0]["content"]
+        user = request.body["messages"][-1]["content"]
+        skill = user.split("name: ")[1].split("\n")[0] if "name: " in user else ""
         if "You write test requests" in system:
             self.designs += 1
-            skill = request.body["messages"][-1]["content"].split("name: ")[1].split("\n")[0]
-            queries = [q | {"query": f"{q['query']} ({skill})"} for q in DESIGNED["queries"]]
-            return reply({"queries": queries})
+            return reply(designed_for(skill, user))
+        if "You rewrite the description of one skill" in system:
+            self.edit_requests = [*self.edit_requests, user]
+            current = user.split("description: ")[1].split("\n")[0]
+            return reply({"description": self.proposals.get(skill, current), "why": "scripted"})
         return super().__call__(request)

@@ -41,7 +41,7 @@ def test_the_figures_hold_the_worlds_truth_and_designed_queries_are_saved_and_re
     assert measured["ci95"][0] <= truth <= measured["ci95"][1], (truth, measured)
     # the designed queries: accepted (auto), saved, split, and their none query measured
     assert doc["queries"]["source"]["recipes"] == "designed now" and router.designs == 2  # recipes and travel
-    assert {q["owner"] for q in saved} == {"recipes", "travel"} and len(saved) == 10
+    assert {q["owner"] for q in saved} == {"recipes", "travel"} and len(saved) == 12  # six each
     assert figures["none_accuracy"]["out_of"] % 12 == 0
     assert doc["cost"]["tokens_cached"] > 0 and doc["answers"] == {"tool": doc["cost"]["calls"]}
     report = Path(doc["report"])
