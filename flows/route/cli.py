@@ -42,6 +42,8 @@ def route(
                                   "a time on a git branch, each kept only beyond noise; then the validation queries "
                                   "choose among the kept versions and the sealed test is read once."),
     rounds: int = typer.Option(3, "--rounds", min=1, help="With --optimize: the most rounds."),
+    shortlist: int = typer.Option(0, "--shortlist", min=0, help="Retrieve-then-choose for very large libraries: each "
+                                  "request is shown only its N lexically nearest skills (0: the whole listing)."),
 ) -> None:
     """Measure routing across the library: recall, false triggers, steals and confusions per skill, with intervals."""
     from pathlib import Path
@@ -75,7 +77,8 @@ def route(
             from flows.route.flow import route_library
 
             result = route_library(skills_dir=skills_dir, skills=list(skills or []), client=client, window=window,
-                                   eval_set=eval_set, workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
+                                   eval_set=eval_set, workspace=workspace, approval=answer, llm=llm, max_calls=max_calls,
+                                   shortlist=shortlist)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban route: {err}", err=True)
         raise typer.Exit(2) from None

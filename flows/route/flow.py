@@ -22,9 +22,9 @@ from flows.interaction.approvals import Approval
 from flows.interaction.checkpoints import checkpoint
 from flows.route.heatmap import heatmap_png
 from flows.route.library import DEFAULT_CLIENT, DEFAULT_WINDOW, Library, read_library
-from flows.route.measure import Routing, planned_calls, route_all
+from flows.route.measure import Routing, planned_calls, route_all, shortlist_recall
 from flows.route.queries import QueryPlan, plan_queries, plan_summary
-from flows.route.report import document, markdown
+from flows.route.report import document, markdown, rate
 from judges.llm import LLMClient
 from judges.route_design import design_queries
 from judges.settings import Settings, resolve
@@ -50,8 +50,9 @@ def plan(library: Library, root: Path, focus: list[str], eval_set: Path | None, 
 
 
 @task(name="route-queries", cache_policy=NO_CACHE)
-def route(client: LLMClient, models: tuple[str, ...], library: Library, queries: list[RouteQuery], runs: int) -> Routing:
-    return route_all(client, models, library, queries, runs)
+def route(client: LLMClient, models: tuple[str, ...], library: Library, queries: list[RouteQuery], runs: int,
+          shortlist: int = 0) -> Routing:
+    return route_all(client, models, library, queries, runs, shortlist)
 
 
 @task(name="write-routing-report", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
@@ -78,8 +79,9 @@ def write_report(root: Path, doc: dict[str, Any], per_model: list[LibraryFigures
 def route_library(skills_dir: str, skills: list[str] | None = None, client: str = DEFAULT_CLIENT,
                   window: str = DEFAULT_WINDOW, eval_set: str | None = None, workspace: str | None = None,
                   approval: Approval = "auto", llm: dict[str, Any] | None = None,
-                  max_calls: int | None = None) -> dict[str, Any]:
-    """Measure which skill each request goes to, across the library, with each router model."""
+                  max_calls: int | None = None, shortlist: int = 0) -> dict[str, Any]:
+    """Measure which skill each request goes to, across the library, with each router model (``shortlist``:
+    retrieve-then-choose, each request shown only its nearest skills)."""
     setup = set_up(skills_dir, workspace, llm, max_calls)
     library = read_library(Path(skills_dir), client, window)
     query_plan = queries_for(library, setup, list(skills or []), eval_set, approval)
@@ -87,10 +89,15 @@ def route_library(skills_dir: str, skills: list[str] | None = None, client: str 
     routing, per_model = None, []
     if setup.client is not None and measured:
         say_cost(setup.settings, len(measured), libraries=1)
-        routing = route(setup.client, setup.settings.router_models, library, measured, setup.settings.route_runs)
+        routing = route(setup.client, setup.settings.router_models, library, measured, setup.settings.route_runs,
+                        shortlist)
         per_model = [routing.of(m, library, measured) for m in setup.settings.router_models]
     needs = NEEDS_A_MODEL if setup.client is None else "no skill has queries (see queries.source)"
     doc = document(library, query_plan, len(measured), sealed, routing, per_model, needs)
+    doc["mode"] = (f"retrieve-then-choose: each request shown its {shortlist} lexically nearest skills" if shortlist
+                   else "the whole listing")
+    if shortlist and measured:
+        doc["shortlist_recall"] = rate(shortlist_recall(library, measured, shortlist))
     doc["settings"] = _said(setup.settings)
     doc["report"] = str(write_report(setup.root, doc, per_model, routing, measured))
     return doc

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.artifacts import create_markdown_artifact
 
 from flows.interaction.approvals import Approval
 from flows.route.flow import MEASURED, NEEDS_A_MODEL, queries_for, route, say_cost, set_up
 from flows.route.library import DEFAULT_CLIENT, DEFAULT_WINDOW, Library, library_at, read_library
 from flows.route.measure import Routing
+from flows.route.report import gate_markdown
 from scoring.route_keep import Paired, RouteDecision, regressions
 from scoring.route_queries import nearest
 from workspace.git_revisions import changed_skills
@@ -49,7 +51,9 @@ def route_changes(skills_dir: str, base: str, client: str = DEFAULT_CLIENT, wind
     models, runs = setup.settings.router_models, setup.settings.route_runs
     then = route(setup.client, models, before, queries, runs)
     after = route(setup.client, models, now, queries, runs) if not then.stopped else None
-    return doc | verdict(then, after, queries, changed, models)
+    doc |= verdict(then, after, queries, changed, models)
+    create_markdown_artifact(gate_markdown(doc), key="luban-routing-gate", description="luban route --changed")
+    return doc
 
 
 def changed_names(skills_dir: Path, base: str, now: Library) -> list[str]:

@@ -46,6 +46,14 @@ class Library:
     def skill(self, name: str) -> RoutedSkill:
         return next(s for s in self.skills if s.name == name)
 
+    def listing_of(self, names: tuple[str, ...]) -> str:
+        """The listing of only these skills, as the same client renders it at the same window (retrieve-then-choose)."""
+        formats = listing_formats()
+        client = next(c for c in formats.clients if c.name == self.listing.client)
+        chosen = [ListedSkill(s.name, s.description, f"r0/{s.directory.name}/SKILL.md")
+                  for s in self.skills if s.name in set(names)]
+        return render(client, chosen, self.listing.window, formats).text
+
 
 class LibraryError(ValueError):
     pass

@@ -7,6 +7,7 @@ is sent, the routing so far is kept, and the stop is said — figures from part 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ from flows.route.library import Library
 from judges.llm import LLMClient
 from judges.router import Routed, route_once
 from judges.usage import BudgetExhausted
-from scoring.route_figures import LibraryFigures, Pick, figures
+from scoring.route_figures import LibraryFigures, Pick, Rate, figures
 from scoring.route_queries import RouteQuery
+from scoring.shortlist import index
+from scoring.shortlist import shortlist as nearest_skills
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,17 @@ def planned_calls(queries: int, runs: int, models: int) -> int:
 
 
 def route_all(client: LLMClient, models: Sequence[str], library: Library, queries: Sequence[RouteQuery],
-              runs: int) -> Routing:
+              runs: int, shortlist: int = 0) -> Routing:
+    """Every query ``runs`` times with each model. ``shortlist``: retrieve-then-choose — each query is shown only the
+    ``shortlist`` skills lexically nearest it (0: the whole listing, the same prefix for every call)."""
     names = frozenset(library.names)
+    listings = listings_for(library, queries, shortlist)
     jobs = [(m, q, r) for m in models for q in queries for r in range(runs)]
     started = time.monotonic()
     done: list[Routed] = []
     stopped = ""
     with ThreadPoolExecutor(max_workers=client.concurrency) as pool:
-        futures = [pool.submit(route_once, client, m, library.listing.text, names, q.id, q.text, r) for m, q, r in jobs]
+        futures = [pool.submit(route_once, client, m, listings[q.id], names, q.id, q.text, r) for m, q, r in jobs]
         _finished, _ = wait(futures, return_when=FIRST_EXCEPTION)
         for future in futures:
             if future.cancelled() or not future.done():
@@ -73,6 +79,42 @@ def route_all(client: LLMClient, models: Sequence[str], library: Library, querie
             except BudgetExhausted as err:
                 stopped = stopped or f"the call budget ran out after {client.usage.calls} calls: {err}"
     return _summed(done, time.monotonic() - started, stopped)
+
+
+def listings_for(library: Library, queries: Sequence[RouteQuery], shortlist: int) -> dict[str, str]:
+    """Query id → the listing its router sees."""
+    if not shortlist:
+        return {q.id: library.listing.text for q in queries}
+    found = index({s.name: s.description for s in library.skills})
+    rendered: dict[tuple[str, ...], str] = {}
+    out = {}
+    for query in queries:
+        names = tuple(sorted(nearest_skills(query.text, found, shortlist)))
+        out[query.id] = rendered.setdefault(names, library.listing_of(names))
+    return out
+
+
+def shortlist_recall(library: Library, queries: Sequence[RouteQuery], shortlist: int) -> Rate:
+    """Of the queries that belong to a skill, those whose shortlist holds it: the most a shortlisted router can find."""
+    found = index({s.name: s.description for s in library.skills})
+    own = [q for q in queries if q.expected in set(library.names)]
+    return Rate(sum(q.expected in nearest_skills(q.text, found, shortlist) for q in own), len(own))
+
+
+def agreement(full: Routing, short: Routing, model: str) -> Rate:
+    """Queries whose usual first choice (the most frequent over its runs; ties by name) is the same with the whole
+    listing and with the shortlist, of the queries answered both ways."""
+    one, other = usual_choices(full, model), usual_choices(short, model)
+    both = sorted(set(one) & set(other))
+    return Rate(sum(one[q] == other[q] for q in both), len(both))
+
+
+def usual_choices(routing: Routing, model: str) -> dict[str, str]:
+    tally: dict[str, Counter[str]] = {}
+    for pick in routing.picks:
+        if pick.model == model and pick.first is not None:
+            tally.setdefault(pick.query, Counter())[pick.first] += 1
+    return {q: min(c, key=lambda name: (-c[name], name)) for q, c in tally.items()}
 
 
 def _summed(done: list[Routed], wall: float, stopped: str) -> Routing:

@@ -135,3 +135,26 @@ def _f1(f: LibraryFigures) -> str:
 
 def _names(names: list[str]) -> str:
     return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "") if names else "—"
+
+
+def rounds_markdown(doc: dict[str, Any]) -> str:
+    """`luban route --optimize`'s artifact: each round, the validation's choice, the sealed check, the branch."""
+    lines = ["# Luban routing rounds", "", "| round | skill | problem | outcome | why |", "|---:|---|---|---|---|"]
+    lines += [f"| {r['round']} | {r.get('skill', '—')} | {r.get('problem', '—')} | {r['status']} | {r['why'][:160]} |"
+              for r in doc["rounds"]]
+    sealed = doc["sealed_test"]
+    lines += ["", f"- validation chose: {doc['validation'].get('chosen')}",
+              f"- sealed test: {'read once' if sealed.get('read') else 'not read'}"
+              + (" — the original restored" if sealed.get("restored_original") else ""),
+              f"- branch: {doc['branch'] or 'none (nothing kept)'}", *[f"  - {line}" for line in doc["handoff"]]]
+    return "\n".join(lines) + "\n"
+
+
+def gate_markdown(doc: dict[str, Any]) -> str:
+    """`luban route --changed`'s artifact: the verdict, and each model's evidence."""
+    lines = [f"# Luban routing gate: {doc['gate']}", "", doc["why"], ""]
+    for model, decision in doc.get("models", {}).items():
+        right = decision["right_routing"]
+        lines += [f"- {model}: right routing {right['mean_change']:+.3f} a query (p={right['p']}), "
+                  f"{decision['guards']} guards asked, worse: {', '.join(w['name'] for w in decision['worse']) or 'none'}"]
+    return "\n".join(lines) + "\n"

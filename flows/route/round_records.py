@@ -17,7 +17,7 @@ from judges.description_editor import DescriptionProposal
 from judges.llm import LLMClient
 from scoring.route_keep import RouteDecision, counts, right
 from scoring.route_problems import RoutingProblem
-from scoring.route_queries import NONE, RouteQuery, nearest
+from scoring.route_queries import RouteQuery
 from workspace.git_ratchet import GitRatchet
 from workspace.layout import Mode, Workspace
 from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop
@@ -53,11 +53,12 @@ class RoundContext:
         return sorted(folders & set(self.editable.values()))
 
 
-def concerned(train: Sequence[RouteQuery], skill: str, library: Library) -> list[RouteQuery]:
-    """The queries a new description of ``skill`` can be expected to move: its own, its nearest neighbours', and the
-    none queries. Chosen from the library before the edit, so the test on them stays exact."""
-    near = {skill, NONE, *nearest({s.name: s.description for s in library.skills})[skill]}
-    return [q for q in train if q.owner in near or q.expected in near]
+def concerned(train: Sequence[RouteQuery], problem: RoutingProblem) -> list[RouteQuery]:
+    """The queries the round's problem is made of, whose routing its edit sets out to change: the edited skill's own
+    (and its near-misses), and, for a pair or a thief, the other skill's. Chosen from the problem before either
+    routing, so the test on them stays exact; the guards read every train query."""
+    involved = {problem.skill, *((problem.other,) if problem.other else ())}
+    return [q for q in train if q.owner in involved or q.expected in involved]
 
 
 def cues_lost(before: Library, after: Library, name: str) -> str:

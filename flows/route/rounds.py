@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.artifacts import create_markdown_artifact
 
 from flows.interaction.approvals import Approval
 from flows.route.flow import queries_for, route, say_cost, set_up
 from flows.route.library import DEFAULT_CLIENT, DEFAULT_WINDOW, Library, library_at, read_library
 from flows.route.measure import Routing
+from flows.route.report import rounds_markdown
 from flows.route.round_records import (
     RoundContext,
     concerned,
@@ -80,8 +82,10 @@ def optimize_routing(skills_dir: str, rounds: int = 3, client: str = DEFAULT_CLI
     chosen = choose_by_validation(context, state, split[Split.VALIDATION])
     sealed = sealed_check(context, chosen, split[Split.TEST])
     handoff = hand_off(ratchet.repo, ratchet.branch, ratchet.base, ratchet.original, drop_when_empty=True)
-    return {"rounds": attempts, "validation": chosen, "sealed_test": sealed, "branch": handoff.branch,
-            "handoff": handoff.lines(), "queries": {s.value: len(q) for s, q in split.items()}}
+    doc = {"rounds": attempts, "validation": chosen, "sealed_test": sealed, "branch": handoff.branch,
+           "handoff": handoff.lines(), "queries": {s.value: len(q) for s, q in split.items()}}
+    create_markdown_artifact(rounds_markdown(doc), key="luban-routing-rounds", description="luban route --optimize")
+    return doc
 
 
 def one_round(context: RoundContext, state: Incumbent, number: int) -> tuple[dict[str, Any], Incumbent]:
@@ -115,7 +119,7 @@ def one_round(context: RoundContext, state: Incumbent, number: int) -> tuple[dic
     if routing.stopped:
         context.ratchet.rollback(folder)
         return record(context, number, folder, "budget", problem, proposal, routing.stopped), state
-    near = concerned(context.train, skill.name, state.library)
+    near = concerned(context.train, problem)
     decisions = [decide(m, context.train, state.routing.picks, routing.picks, state.library.names, near)
                  for m in context.models]
     if all(d.kept for d in decisions):

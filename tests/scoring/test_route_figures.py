@@ -121,3 +121,15 @@ def test_the_nearest_neighbours_share_the_most_words():
                     "slides": "build slide decks from an outline", "xlsx": "edit spreadsheet files and tables"}, 2)
     assert set(near["pdf"]) == {"docx", "xlsx"}
     assert near["slides"] == () or "slides" not in near["slides"]
+
+
+def test_a_shortlist_is_the_skills_sharing_the_rarest_words_and_is_stable():
+    from scoring.shortlist import index, shortlist
+
+    library = index({"invoices": "create and send customer invoices for the client",
+                     "weather": "forecast the weather for the city",
+                     "travel": "plan trips and book hotels for the client",
+                     "recipes": "suggest dinner recipes for the family"})
+    assert shortlist("please send the march invoices to the client", library, 2) == ("invoices", "travel")
+    assert shortlist("weather", library, 1) == ("weather",)
+    assert shortlist("nothing in common", library, 4) == ("invoices", "recipes", "travel", "weather")  # ties by name

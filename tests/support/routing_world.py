@@ -12,6 +12,7 @@ that makes no tool calls), reading the JSON its request asks for; ``refuse_tools
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import random
@@ -27,8 +28,14 @@ from tests.support.scripted_llm import tool_call_completion
 _LINE = re.compile(r"^- ([^:\n]+): (.*)$", re.MULTILINE)
 
 
+_XML_SKILL = re.compile(r"<skill>\n<name>\n(.*?)\n</name>\n<description>\n(.*?)\n</description>", re.DOTALL)
+
+
 def listing_in(system: str) -> dict[str, str]:
-    """name → description as the listing shows it (claude-code and codex lines; a bare name shows no description)."""
+    """name → description as the listing shows it (claude-code and codex lines, where a bare name shows no
+    description, and the Agent Skills XML block)."""
+    if "<available_skills>" in system:
+        return {html.unescape(n): html.unescape(d) for n, d in _XML_SKILL.findall(system)}
     shown = {m.group(1).strip(): re.sub(r" \(file: [^)]*\)$", "", m.group(2)) for m in _LINE.finditer(system)}
     for bare in re.findall(r"^- ([\w.-]+)$", system, re.MULTILINE):
         shown.setdefault(bare, "")
@@ -135,7 +142,8 @@ def make_library(root: Path) -> Path:
 def designed_for(skill: str, user: str) -> dict:
     """What users of ``skill`` really ask (from its true purpose, SKILLS, whatever its description says now), a
     near-miss in its first neighbour's words, and a request for no skill."""
-    purpose = [w for w in re.findall(r"[a-z']+", SKILLS[skill].lower()) if len(w) > 3 and w not in ("when", "user", "asks")]
+    truth = SKILLS.get(skill) or user.split("description: ")[1].split("\n")[0]  # a skill of no world: its own words
+    purpose = [w for w in re.findall(r"[a-z']+", truth.lower()) if len(w) > 3 and w not in ("when", "user", "asks")]
     neighbour = re.search(r"<neighbours-[0-9a-f]+>\n- ([\w-]+): ", user)
     other = neighbour.group(1) if neighbour and neighbour.group(1) in SKILLS else None
     theirs = [w for w in re.findall(r"[a-z']+", SKILLS[other].lower()) if len(w) > 3] if other else []

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from prefect.artifacts import Artifact
 
 from flows.route.flow import route_library
 from flows.route.library import read_library
@@ -47,6 +48,8 @@ def test_the_figures_hold_the_worlds_truth_and_designed_queries_are_saved_and_re
     report = Path(doc["report"])
     assert report.is_file() and (report.parent / "confusion-1.png").read_bytes()[:4] == b"\x89PNG"
     assert "| invoices |" in report.read_text(encoding="utf-8")
+    artifact = Artifact.get("luban-routing")
+    assert artifact is not None and "## Router router-a" in str(artifact.data)
     picks = (report.parent / "picks.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(picks) == doc["cost"]["calls"] == 12 * doc["queries"]["routed"]
     again = route_library(skills_dir=str(skills), llm={"route_runs": 1}, workspace=str(tmp_path / "ws"))
@@ -105,3 +108,27 @@ def test_errors_are_missing_data_not_none(tmp_path, world):
     assert figures["missing"] > 0 and figures["runs"] + figures["missing"] == doc["cost"]["calls"]
     assert doc["answers"]["no answer"] == figures["missing"]
     assert NONE not in figures["skills"]
+
+
+def test_retrieve_then_choose_shows_each_request_only_its_nearest_skills(tmp_path, world):
+    _, server = world
+    skills = make_library(tmp_path / "skills")
+    doc = route_library(skills_dir=str(skills), skills=["invoices", "weather"], llm={"route_runs": 2},
+                        workspace=str(tmp_path / "ws"), shortlist=2)
+    routed = [r for r in server.chat_requests() if "choose_skills" in json.dumps(r.body.get("tools", []))]
+    assert routed and all(len(listing_in(r.body["messages"][0]["content"])) == 2 for r in routed)
+    assert doc["mode"].startswith("retrieve-then-choose") and doc["shortlist_recall"]["out_of"] > 0
+    assert doc["shortlist_recall"]["value"] == 1.0  # each author's query shares its own skill's rarest words
+
+
+def test_the_corpus_library_is_routed_whole_and_its_listing_cut_is_said(corpus_copy, tmp_path, world):
+    """The public skills as one library: Claude Code's listing at a 128k window (5 120 characters) cannot hold every
+    description, every skill gets designed queries (none has trigger evals) and figures, the Chinese ones included."""
+    doc = route_library(skills_dir=str(corpus_copy), llm={"route_runs": 1}, workspace=str(tmp_path / "ws"))
+    listing = doc["listing"]["by_client"]
+    assert doc["skills"] >= 30 and listing["claude-code@unknown"]["characters"] <= 8000
+    assert listing["claude-code@128k"]["trigger_words_lost"] and listing["claude-code@128k"]["characters"] <= 5120
+    assert listing["agent-skills@1M"]["dropped"] == []
+    figures = doc["models"]["router-a"]
+    assert set(figures["skills"]) == {s for s in doc["queries"]["source"]} and figures["runs"] > doc["skills"]
+    assert all(source.startswith("designed now") for source in doc["queries"]["source"].values())

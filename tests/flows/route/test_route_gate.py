@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from prefect.artifacts import Artifact
 
 from flows.route.gate import FAIL, PASS, UNDECIDED, route_changes
 from tests.support.repos import commit_all
@@ -41,6 +42,8 @@ def test_a_description_that_takes_anothers_queries_fails_naming_the_pair(reposit
     worse = [w["name"] for w in doc["models"]["router-a"]["worse"]]
     assert "invoices → travel" in worse and "invoices → travel" in doc["why"]
     assert doc["cost"]["base"]["calls"] == doc["cost"]["changed"]["calls"] == doc["planned_calls"] // 2
+    artifact = Artifact.get("luban-routing-gate")
+    assert artifact is not None and "# Luban routing gate: fail" in str(artifact.data)
 
 
 def test_a_rewording_with_the_same_words_passes(repository, tmp_path, world):

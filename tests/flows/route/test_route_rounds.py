@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from prefect.artifacts import Artifact
 
 from flows.route.rounds import optimize_routing
 from scoring.document import parse
@@ -55,6 +56,8 @@ def test_a_description_that_routes_better_is_kept_on_the_branch(repository, tmp_
     assert row.dim_changed == "routing" and row.delta and row.delta > 0 and row.evidence["decisions"][0]["kept"]
     assert doc["branch"].startswith("auto-optimize/") and doc["validation"]["chosen"] != ""
     assert doc["sealed_test"]["read"] in (True, False) and doc["queries"]["train"] > 0
+    artifact = Artifact.get("luban-routing-rounds")
+    assert artifact is not None and f"| 1 | {doc['rounds'][0]['skill']} |" in str(artifact.data)
     if doc["validation"]["chosen"] != "original" and not doc["sealed_test"].get("restored_original"):
         assert description(repository, first["skill"]) == router.proposals[first["skill"]]
 
