@@ -115,10 +115,16 @@ def stamped_names(stamp: str) -> Iterator[str]:
 
 
 def new_stamped_dir(parent: Path, now: datetime) -> Path:
-    """Create ``parent/YYYYMMDD-HHMM``, or the first ``-N`` after it that is free (mkdir decides: no race)."""
+    """Create ``parent/YYYYMMDD-HHMM``, or the first free ``-N`` after every one of that minute still there (mkdir
+    decides: no race). Never a name below one that exists: a folder pruned a moment ago must not come back as the
+    oldest-looking name for the newest run."""
     stamp = now.strftime("%Y%m%d-%H%M")
     parent.mkdir(parents=True, exist_ok=True)
-    for name in stamped_names(stamp):
+    taken = [p.name[len(stamp):] for p in parent.glob(f"{stamp}*")]
+    highest = max((int(t[1:]) if t[1:].isdigit() else 1 for t in taken if t == "" or t[1:].isdigit()), default=0)
+    for number, name in enumerate(stamped_names(stamp), start=1):
+        if number <= highest:
+            continue
         try:
             (parent / name).mkdir()
             return parent / name

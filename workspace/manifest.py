@@ -161,7 +161,11 @@ def _run_order(folder: Path) -> tuple[str, int]:
 def prune_evaluations(workspace: Workspace, current: Path, keep: int) -> list[str]:
     """Delete the folders of all but the newest ``keep`` evaluations (`luban evaluate`: their eval records), never
     ``current``; the paths deleted."""
-    parent = workspace.mode_dir / "evaluations"
+    return prune_stamped(workspace.mode_dir / "evaluations", current, keep)
+
+
+def prune_stamped(parent: Path, current: Path, keep: int) -> list[str]:
+    """Delete all but the newest ``keep`` stamped folders under ``parent`` (never ``current``); the paths deleted."""
     folders = sorted((p for p in parent.iterdir() if p.is_dir()), key=_run_order) if parent.is_dir() else []
     doomed = [f for f in folders[:-keep] if f.resolve() != current.resolve()] if keep > 0 else []
     for folder in doomed:

@@ -33,6 +33,7 @@ from scoring.route_queries import RouteQuery, Split
 from workspace import route_sets
 from workspace.atomic import atomic_write
 from workspace.layout import default_root, new_stamped_dir
+from workspace.manifest import prune_stamped
 
 MEASURED = (Split.TRAIN, Split.VALIDATION)  # the test split stays sealed for a routing run's final check
 NEEDS_A_MODEL = ("a model: set OPENAI_BASE_URL (any OpenAI-compatible server) or OPENAI_API_KEY, and "
@@ -57,8 +58,10 @@ def route(client: LLMClient, models: tuple[str, ...], library: Library, queries:
 
 @task(name="write-routing-report", retries=2, retry_delay_seconds=1, cache_policy=NO_CACHE)
 def write_report(root: Path, doc: dict[str, Any], per_model: list[LibraryFigures], routing: Routing | None,
-                 queries: list[RouteQuery]) -> Path:
+                 queries: list[RouteQuery], keep_runs: int) -> Path:
+    """The run's folder under routing/runs/, and the oldest beyond the newest ``keep_runs`` deleted (LUBAN_KEEP_RUNS)."""
     folder = new_stamped_dir(root / "routing" / "runs", datetime.now(UTC))
+    prune_stamped(root / "routing" / "runs", folder, keep_runs)
     heatmaps: dict[str, str] = {}
     for n, figures in enumerate(per_model):
         png = heatmap_png(queries, routing.picks, figures.model) if routing else None
@@ -99,7 +102,7 @@ def route_library(skills_dir: str, skills: list[str] | None = None, client: str 
     if shortlist and measured:
         doc["shortlist_recall"] = rate(shortlist_recall(library, measured, shortlist))
     doc["settings"] = _said(setup.settings)
-    doc["report"] = str(write_report(setup.root, doc, per_model, routing, measured))
+    doc["report"] = str(write_report(setup.root, doc, per_model, routing, measured, setup.settings.keep_runs))
     return doc
 
 

@@ -42,8 +42,10 @@ def listing_doc(library: Library) -> dict[str, Any]:
             "dropped": [s.name for s in listing.shown if not s.listed],
             "trigger_words_lost": [s.name for s in listing.shown if s.listed and s.cues_lost]}
     shown = library.listing
+    per_skill = {s.name: {"characters": s.kept, "of": s.length, "listed": s.listed, "trigger_cues": s.cues,
+                          "trigger_cues_shown": s.cues_kept} for s in shown.shown}
     return {"routed_with": {"client": shown.client, "window": shown.window, "budget": shown.budget,
-                            "characters": len(shown.text)}, "by_client": where}
+                            "characters": len(shown.text), "skills": per_skill}, "by_client": where}
 
 
 def document(library: Library, plan: QueryPlan, routed: int, sealed: int, routing: Routing | None,

@@ -39,6 +39,7 @@ from scoring.route_keep import ALPHA, decide, paired, right
 from scoring.route_problems import worst_problem
 from scoring.route_queries import RouteQuery, Split, nearest
 from workspace.git_ratchet import GitRatchet
+from workspace.git_repository import check_state, open_repository
 from workspace.layout import Mode, Workspace
 from workspace.run_branches import hand_off
 
@@ -61,6 +62,7 @@ def optimize_routing(skills_dir: str, rounds: int = 3, client: str = DEFAULT_CLI
     setup = set_up(skills_dir, workspace, llm, max_calls)
     if setup.client is None:
         raise ValueError("routing rounds need a model: set OPENAI_BASE_URL (or OPENAI_API_KEY) and LUBAN_ROUTER_MODEL")
+    check_state(open_repository(Path(skills_dir)))  # not a repository, or mid-merge: said before any call is made
     library = read_library(Path(skills_dir), client, window)
     plan = queries_for(library, setup, [], eval_set, approval)
     split = {s: plan.routed((s,)) for s in Split}

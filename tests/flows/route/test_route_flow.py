@@ -128,7 +128,19 @@ def test_the_corpus_library_is_routed_whole_and_its_listing_cut_is_said(corpus_c
     listing = doc["listing"]["by_client"]
     assert doc["skills"] >= 30 and listing["claude-code@unknown"]["characters"] <= 8000
     assert listing["claude-code@128k"]["trigger_words_lost"] and listing["claude-code@128k"]["characters"] <= 5120
+    shown = doc["listing"]["routed_with"]["skills"]  # claude-code at the unknown window: the corpus fits whole
+    assert len(shown) == doc["skills"] and all(s["characters"] == s["of"] and s["listed"] for s in shown.values())
     assert listing["agent-skills@1M"]["dropped"] == []
     figures = doc["models"]["router-a"]
     assert set(figures["skills"]) == {s for s in doc["queries"]["source"]} and figures["runs"] > doc["skills"]
     assert all(source.startswith("designed now") for source in doc["queries"]["source"].values())
+
+
+def test_run_after_run_only_the_newest_reports_stay(tmp_path, monkeypatch):
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LUBAN_KEEP_RUNS", "2")
+    skills = make_library(tmp_path / "skills")
+    reports = [Path(route_library(skills_dir=str(skills), workspace=str(tmp_path / "ws"))["report"]) for _ in range(4)]
+    left = sorted(p.name for p in (tmp_path / "ws/routing/runs").iterdir())
+    assert left == sorted(r.parent.name for r in reports[-2:]) and reports[-1].is_file(), (left, [r.parent.name for r in reports])

@@ -84,3 +84,11 @@ def test_a_description_that_routes_worse_is_put_back_and_never_tried_again(repos
     if again["rounds"][0]["skill"] == target:
         assert again["rounds"][0]["status"] == "skip" and "already tried" in again["rounds"][0]["why"]
         assert router.calls - calls <= 2 * again["queries"]["train"] + 2  # the train routing once, no candidate
+
+
+def test_outside_git_the_rounds_are_refused_before_any_call(tmp_path, world):
+    router, _ = world
+    skills = make_library(tmp_path / "plain")
+    with pytest.raises(Exception, match="git") as refused:
+        optimize_routing(skills_dir=str(skills), rounds=1, workspace=str(tmp_path / "ws"))
+    assert router.calls == 0 and router.designs == 0, str(refused.value)
