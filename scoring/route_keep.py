@@ -132,27 +132,33 @@ def decide(model: str, queries: Sequence[RouteQuery], base: Sequence[Pick], cand
     none — chosen before either routing, so the test stays exact, and not diluted by queries far from the edit);
     the guards read every query."""
     better = paired("right routing", concerned if concerned is not None else queries, base, candidate, model, right)
-    guards = _guards(queries, base, candidate, model, skills)
+    recalls = [g for skill in skills if (g := _recall(skill, queries, base, candidate, model)) is not None]
+    takes = [_takes(asked, took, queries, base, candidate, model)
+             for asked, took in sorted(_pairs(queries, (*base, *candidate), model))]
+    return _decision(model, better, [*recalls, *takes], base, candidate)
+
+
+def _recall(skill: str, queries: Sequence[RouteQuery], base: Sequence[Pick], candidate: Sequence[Pick],
+            model: str) -> Paired | None:
+    """The guard "``skill``'s recall is not lower", over its own queries (None when it has none)."""
+    own = [q for q in queries if q.expected == skill]
+    return paired(f"recall of {skill}", own, base, candidate, model, chose(skill), direction=-1) if own else None
+
+
+def _takes(asked: str, took: str, queries: Sequence[RouteQuery], base: Sequence[Pick], candidate: Sequence[Pick],
+           model: str) -> Paired:
+    """The guard "``took`` does not take more of ``asked``'s queries"."""
+    theirs = [q for q in queries if q.expected == asked]
+    return paired(f"{asked} → {took}", theirs, base, candidate, model, chose(took), direction=1)
+
+
+def _decision(model: str, better: Paired, guards: list[Paired], base: Sequence[Pick],
+              candidate: Sequence[Pick]) -> RouteDecision:
+    """The guards that failed, Bonferroni-corrected over those asked, and the runs missing on either side."""
     limit = GUARD_ALPHA / max(1, len(guards))
     missing = sum(p.chosen is None for p in (*base, *candidate) if p.model == model)
     return RouteDecision(model, better, tuple(g for g in guards if g.p < limit and g.mean_change != 0), len(guards),
                          missing)
-
-
-def _guards(queries: Sequence[RouteQuery], base: Sequence[Pick], candidate: Sequence[Pick], model: str,
-            skills: Sequence[str]) -> list[Paired]:
-    """Each skill's recall (lower is worse) and each pair's confusion seen on either side (higher is worse)."""
-    found = []
-    for skill in skills:
-        own = [q for q in queries if q.expected == skill]
-        if own:
-            found.append(paired(f"recall of {skill}", own, base, candidate, model,
-                                chose(skill), direction=-1))
-    for asked, took in sorted(_pairs(queries, (*base, *candidate), model)):
-        own = [q for q in queries if q.expected == asked]
-        found.append(paired(f"{asked} → {took}", own, base, candidate, model,
-                            chose(took), direction=1))
-    return found
 
 
 def _pairs(queries: Sequence[RouteQuery], picks: Sequence[Pick], model: str) -> set[tuple[str, str]]:
@@ -169,19 +175,10 @@ def regressions(model: str, queries: Sequence[RouteQuery], base: Sequence[Pick],
                 changed: Sequence[str]) -> RouteDecision:
     """The pull-request gate's question: did a changed skill lose recall, or take queries that are not its own (another
     skill's, or a none query's), beyond noise? ``worse`` names each; Bonferroni over the guards asked."""
-    guards = []
+    guards: list[Paired] = []
     for skill in changed:
-        own = [q for q in queries if q.expected == skill]
-        if own:
-            guards.append(paired(f"recall of {skill}", own, base, candidate, model,
-                                 chose(skill), direction=-1))
+        recall = _recall(skill, queries, base, candidate, model)
         others = sorted({str(q.expected) for q in queries if q.expected is not None and q.expected != skill})
-        for asked in others:
-            theirs = [q for q in queries if q.expected == asked]
-            guards.append(paired(f"{asked} → {skill}", theirs, base, candidate, model,
-                                 chose(skill), direction=1))
-    limit = GUARD_ALPHA / max(1, len(guards))
-    better = paired("right routing", queries, base, candidate, model, right)
-    missing = sum(p.chosen is None for p in (*base, *candidate) if p.model == model)
-    return RouteDecision(model, better, tuple(g for g in guards if g.p < limit and g.mean_change != 0), len(guards),
-                         missing)
+        guards += [*((recall,) if recall else ()), *(_takes(asked, skill, queries, base, candidate, model)
+                                                     for asked in others)]
+    return _decision(model, paired("right routing", queries, base, candidate, model, right), guards, base, candidate)

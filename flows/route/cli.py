@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import typer
 
+from flows.interaction.approvals import Approval, as_approval
 from flows.interaction.command_line import prefect_defaults, skills_dir_option, workspace_option
 
 ROUTER_HELP = ("Models that pick skills from the listing, comma-separated; every figure holds per model "
@@ -46,39 +48,13 @@ def route(
                                   "request is shown only its N lexically nearest skills (0: the whole listing)."),
 ) -> None:
     """Measure routing across the library: recall, false triggers, steals and confusions per skill, with intervals."""
-    from pathlib import Path
-
-    from flows.interaction.approvals import as_approval
-    from flows.route.library import read_library
-    from workspace.route_sets import read_eval_set
-
-    try:  # the refusals a user can fix, before Prefect starts: one line, exit 2, nothing written
-        answer = as_approval(approval)
-        library = read_library(Path(skills_dir), client, window)
-        if eval_set:
-            read_eval_set(Path(eval_set), list(skills or library.names))
-    except ValueError as err:
-        typer.echo(f"luban route: {err}", err=True)
-        raise typer.Exit(2) from None
+    answer = _refused_early(skills_dir, list(skills or []), client, window, eval_set, approval)
     llm = {k: v for k, v in {"router_model": router_model, "route_runs": runs}.items() if v is not None}
+    common = {"skills_dir": skills_dir, "client": client, "window": window, "eval_set": eval_set,
+              "workspace": workspace, "approval": answer, "llm": llm, "max_calls": max_calls}
     prefect_defaults()
     try:
-        if optimize:
-            from flows.route.rounds import optimize_routing
-
-            result = optimize_routing(skills_dir=skills_dir, rounds=rounds, client=client, window=window, eval_set=eval_set,
-                                      workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
-        elif changed:
-            from flows.route.gate import route_changes
-
-            result = route_changes(skills_dir=skills_dir, base=base, client=client, window=window, eval_set=eval_set,
-                                   workspace=workspace, approval=answer, llm=llm, max_calls=max_calls)
-        else:
-            from flows.route.flow import route_library
-
-            result = route_library(skills_dir=skills_dir, skills=list(skills or []), client=client, window=window,
-                                   eval_set=eval_set, workspace=workspace, approval=answer, llm=llm, max_calls=max_calls,
-                                   shortlist=shortlist)
+        result = _run(common, list(skills or []), optimize, rounds, changed, base, shortlist)
     except Exception as err:  # noqa: BLE001 - every refusal reaches the user as one clear line
         typer.echo(f"luban route: {err}", err=True)
         raise typer.Exit(2) from None
@@ -88,3 +64,38 @@ def route(
     if changed:
         typer.echo(f"luban route --changed: {result['gate']}: {result['why']}", err=True)
         raise typer.Exit({"pass": 0, "fail": 1}.get(result["gate"], 2))
+
+
+def _refused_early(skills_dir: str, skills: list[str], client: str, window: str, eval_set: str | None,
+                   approval: str) -> Approval:
+    """The refusals a user can fix, before Prefect starts: one line, exit 2, nothing written; the approval."""
+    from pathlib import Path
+
+    from flows.route.library import read_library
+    from workspace.route_sets import read_eval_set
+
+    try:
+        answer = as_approval(approval)
+        library = read_library(Path(skills_dir), client, window)
+        if eval_set:
+            read_eval_set(Path(eval_set), skills or list(library.names))
+    except ValueError as err:
+        typer.echo(f"luban route: {err}", err=True)
+        raise typer.Exit(2) from None
+    return answer
+
+
+def _run(common: dict[str, Any], skills: list[str], optimize: bool, rounds: int, changed: bool, base: str,
+         shortlist: int) -> dict[str, Any]:
+    """The flow the options ask for: the rounds, the pull-request gate, or the measurement."""
+    if optimize:
+        from flows.route.rounds import optimize_routing
+
+        return optimize_routing(rounds=rounds, **common)
+    if changed:
+        from flows.route.gate import route_changes
+
+        return route_changes(base=base, **common)
+    from flows.route.flow import route_library
+
+    return route_library(skills=skills, shortlist=shortlist, **common)
