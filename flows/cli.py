@@ -193,7 +193,8 @@ def _emit_json(result: dict) -> None:
 
 @app.command()
 def serve(limit: int | None = typer.Option(None, "--limit", help="Most runs at once.")) -> None:
-    """Serve optimize-skills/batch, optimize-skill/rounds (--fan-out-to) and evaluate-skills/evaluate (needs PREFECT_API_URL)."""
+    """Serve optimize-skills/batch, optimize-skill/rounds (--fan-out-to), evaluate-skills/evaluate, route-library/route
+    and optimize-routing/route-rounds (needs PREFECT_API_URL)."""
     prefect_defaults()
     from flows.serving import serve_forever
 

@@ -1,7 +1,8 @@
 """Deployments, and answering paused runs from code (Prefect 3 has no CLI for it: PrefectHQ/prefect#10767).
 
-``luban serve`` serves ``optimize-skills/batch``, ``evaluate-skills/evaluate`` and ``optimize-skill/rounds`` (a
-batch's per-skill child runs, ``--fan-out-to``) so that, with a Prefect server running,
+``luban serve`` serves ``optimize-skills/batch``, ``evaluate-skills/evaluate``, ``optimize-skill/rounds`` (a
+batch's per-skill child runs, ``--fan-out-to``), ``route-library/route`` and ``optimize-routing/route-rounds``
+(`luban route` and `luban route --optimize`) so that, with a Prefect server running,
 ``prefect deployment run 'optimize-skills/batch' -p skills_dir=/path`` starts a batch.
 ``luban pending`` lists runs paused at a checkpoint; ``luban approve RUN_ID``
 answers one (``--reject`` and ``--comment`` fill the same form the UI shows).
@@ -15,6 +16,8 @@ from uuid import UUID
 
 def deployments():
     from flows.optimize import evaluate_skills, optimize_skills
+    from flows.route.flow import route_library
+    from flows.route.rounds import optimize_routing
     from flows.skill_flow import optimize_skill_rounds
 
     batch = optimize_skills.to_deployment(name="batch", parameters={"approval": "ui", "mode": "auto"},
@@ -25,7 +28,13 @@ def deployments():
     rounds = optimize_skill_rounds.to_deployment(name="rounds", description="One skill's rounds for a batch run with "
                                                  "--fan-out-to optimize-skill/rounds (started by the batch, not by hand).",
                                                  tags=["luban"])
-    return batch, evaluate, rounds
+    route = route_library.to_deployment(name="route", parameters={"approval": "ui"}, tags=["luban"],
+                                        description="Measure routing across a skills directory (luban route); new "
+                                                    "designed queries wait for approval in the Prefect UI.")
+    route_rounds = optimize_routing.to_deployment(name="route-rounds", tags=["luban"],
+                                                  description="Descriptions edited for the library's routing on a git "
+                                                              "branch (luban route --optimize).")
+    return batch, evaluate, rounds, route, route_rounds
 
 
 def serve_forever(limit: int | None = None) -> None:

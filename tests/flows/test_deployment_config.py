@@ -28,9 +28,11 @@ def test_workers_and_serve_deployments_have_different_names_and_the_same_flows()
 
     from_yaml = {(flow_name(d["entrypoint"]), d["name"]) for d in prefect_yaml()["deployments"]}
     served = {(d.flow_name, d.name) for d in deployments()}
-    assert served == {("optimize-skills", "batch"), ("evaluate-skills", "evaluate"), ("optimize-skill", "rounds")}
+    assert served == {("optimize-skills", "batch"), ("evaluate-skills", "evaluate"), ("optimize-skill", "rounds"),
+                      ("route-library", "route"), ("optimize-routing", "route-rounds")}
     assert from_yaml == {("optimize-skills", "workers-batch"), ("evaluate-skills", "workers-evaluate"),
-                         ("optimize-skill", "workers-rounds")}
+                         ("optimize-skill", "workers-rounds"), ("route-library", "workers-route"),
+                         ("optimize-routing", "workers-route-rounds")}
     assert not from_yaml & served  # `luban serve` can never overwrite what `prefect deploy --all` made
 
 
