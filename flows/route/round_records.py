@@ -4,8 +4,6 @@ listing check of a new description, and its ``results.tsv`` row (with the descri
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -79,29 +77,21 @@ def right_share(routing: Routing, model: str, queries: Sequence[RouteQuery]) -> 
     return sum(hits for hits, _ in found) / runs if runs else 0.0
 
 
-def neighbourhood(around: Sequence[tuple[str, str]]) -> str:
-    """A key of the skill's nearest neighbours as they are: a description rejected among them is rejected while they
-    stay the same, and may be tried again once one of them changes (a rejection is relative to its neighbours)."""
-    return hashlib.sha256(json.dumps(sorted(around), ensure_ascii=False).encode()).hexdigest()[:16]
-
-
-def rejected_descriptions(space: Workspace, folder: str, around: str) -> list[str]:
-    """The descriptions routing rounds tried for this skill and put back, in any run, among the same neighbours."""
+def rejected_descriptions(space: Workspace, folder: str) -> list[str]:
+    """The descriptions routing rounds tried for this skill and put back, in any run."""
     rows = ResultsFile(space.results_tsv(folder, Mode.FULL)).rows()
     return [str(r.evidence["proposed"]) for r in rows if r.dim_changed == ROUTING_DIM and r.status == Status.REVERT
-            and r.evidence and r.evidence.get("proposed") and r.evidence.get("neighbourhood") == around]
+            and r.evidence and r.evidence.get("proposed")]
 
 
 def record(context: RoundContext, number: int, folder: str, outcome: str, problem: RoutingProblem,
-           proposal: DescriptionProposal, why: str, decisions: Sequence[RouteDecision] = (), sha: str = "",
-           around: str = "") -> dict[str, Any]:
-    """The attempt's row in the skill's results.tsv, and its outcome for the run's document. ``around``: the
-    neighbourhood key it was decided among."""
+           proposal: DescriptionProposal, why: str, decisions: Sequence[RouteDecision] = (), sha: str = "") -> dict[str, Any]:
+    """The attempt's row in the skill's results.tsv, and its outcome for the run's document."""
     status = Status.SKIP if outcome == "budget" else Status(outcome)
     gains = [d.better.mean_change for d in decisions]
     said = "; ".join(d.said() for d in decisions) or why
     evidence = {"problem": problem.said(), "evidence": list(problem.evidence), "proposed": proposal.description,
-                "why": proposal.why, "decisions": [_decision(d) for d in decisions], "neighbourhood": around}
+                "why": proposal.why, "decisions": [_decision(d) for d in decisions]}
     row = ResultRow(timestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), skill=folder, round=number,
                     status=status.value, mode=Mode.FULL.value, commit=sha[:12], dim_changed=ROUTING_DIM,
                     delta=round(100 * min(gains), 1) if gains else None, note=f"{problem.said()}: {said}"[:400],

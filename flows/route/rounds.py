@@ -28,7 +28,6 @@ from flows.route.round_records import (
     RoundContext,
     concerned,
     cues_lost,
-    neighbourhood,
     record,
     rejected_descriptions,
     right_share,
@@ -102,27 +101,26 @@ def one_round(context: RoundContext, state: Incumbent, number: int) -> tuple[dic
     old_text = decode(context.space.skill_file(folder).read_bytes())
     around = [(n, state.library.skill(n).description)
               for n in nearest({s.name: s.description for s in state.library.skills})[skill.name]]
-    key = neighbourhood(around)
     proposal = propose_description(context.client, context.setup.settings.editor_model, skill.name, skill.description,
-                                   around, problem, rejected_descriptions(context.space, folder, key))
+                                   around, problem, rejected_descriptions(context.space, folder))
     try:
         new_text = with_description(old_text, proposal.description) if proposal.description else None
     except DescriptionEditError as err:
         new_text, proposal = None, replace(proposal, why=str(err))
     refused = description_problems(old_text, new_text) if new_text else [proposal.why]
     if new_text is None or refused:
-        return record(context, number, folder, "skip", problem, proposal, "; ".join(refused), around=key), state
+        return record(context, number, folder, "skip", problem, proposal, "; ".join(refused)), state
     context.ratchet.pre_edit(folder)
     context.ratchet.write_skill(folder, new_text)
     candidate = read_library(context.space.skills_dir, context.client_name, context.window)
     lost = cues_lost(state.library, candidate, skill.name)
     if lost:
         context.ratchet.rollback(folder)
-        return record(context, number, folder, "skip", problem, proposal, lost, around=key), state
+        return record(context, number, folder, "skip", problem, proposal, lost), state
     routing = route(context.client, context.models, candidate, context.train, context.setup.settings.route_runs)
     if routing.stopped:
         context.ratchet.rollback(folder)
-        return record(context, number, folder, "budget", problem, proposal, routing.stopped, around=key), state
+        return record(context, number, folder, "budget", problem, proposal, routing.stopped), state
     near = concerned(context.train, problem)
     decisions = [decide(m, context.train, state.routing.picks, routing.picks, state.library.names, near)
                  for m in context.models]
@@ -131,9 +129,9 @@ def one_round(context: RoundContext, state: Incumbent, number: int) -> tuple[dic
         sha = context.ratchet.keep(folder, 100 * gain, "routing", {"description": proposal.description})
         state.versions.append((f"round {number}: {skill.name}", sha))
         kept = Incumbent(candidate, routing, state.tries, state.versions)
-        return record(context, number, folder, "keep", problem, proposal, "", decisions, sha, key), kept
+        return record(context, number, folder, "keep", problem, proposal, "", decisions, sha), kept
     context.ratchet.rollback(folder)
-    return record(context, number, folder, "revert", problem, proposal, "", decisions, around=key), state
+    return record(context, number, folder, "revert", problem, proposal, "", decisions), state
 
 
 def choose_by_validation(context: RoundContext, state: Incumbent, validation: list[RouteQuery]) -> dict[str, Any]:
