@@ -80,9 +80,13 @@ BENCH_BATCH_SIZES ?= 8
 bench-batch: $(STAMP)
 	$(BIN)/python benchmarks/batch_scaling.py --sizes $(BENCH_BATCH_SIZES)
 
-# False-keep and true-keep rates of the keep decision against noisy loopback judges, through the real flow.
+# False-keep and true-keep rates of the keep decision against noisy loopback judges, through the real flow: the
+# default world, and the world where each skill's with-skill Accuracy is within a point of the baseline's (vetoes are
+# common). At least BENCH_NOISE_DECISIONS decisions a row (about 40 minutes on 2 cores at 200).
+BENCH_NOISE_DECISIONS ?= 200
 bench-noise: $(STAMP)
-	$(BIN)/python benchmarks/judge_noise.py
+	$(BIN)/python benchmarks/judge_noise.py --decisions $(BENCH_NOISE_DECISIONS)
+	$(BIN)/python benchmarks/judge_noise.py --decisions $(BENCH_NOISE_DECISIONS) --world near
 
 # A library run week after week: false alarms in a steady noisy world, detection when the proposer turns bad or the
 # judges drift (about 2 minutes a world and seed on 2 cores; BENCH_WEEKLY_SEEDS=11,12,13 for more).

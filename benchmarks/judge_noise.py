@@ -59,10 +59,11 @@ from shared import harness_environment, rate, server_process  # noqa: E402 - aft
 from tests.support.noisy_world import EFFECT_DIMS, KINDS, MODELS, PLANTED, NoisyModels  # noqa: E402 - as above
 
 
-def _serve(sigma: float, seed: int, model: str, kinds: tuple[str, ...], effects: tuple[str, ...], conn) -> None:
+def _serve(sigma: float, seed: int, model: str, kinds: tuple[str, ...], effects: tuple[str, ...], near: bool,
+           conn) -> None:
     from tests.support.openai_server import ScriptedOpenAI
 
-    models = NoisyModels(sigma, seed, model, kinds, effects)
+    models = NoisyModels(sigma, seed, model, kinds, effects, near_baseline=near)
     with ScriptedOpenAI() as server:
         server.responder = models
         conn.send(server.base_url)
@@ -86,13 +87,13 @@ def write_skills(dest: Path, count: int, seed: int) -> list[str]:
 
 
 def one_batch(model: str, sigma: float, seed: int, skills: int, rounds: int, kinds: tuple[str, ...] = KINDS,
-              effects: tuple[str, ...] = EFFECT_DIMS) -> tuple[list[dict], dict]:
+              effects: tuple[str, ...] = EFFECT_DIMS, near: bool = False) -> tuple[list[dict], dict]:
     """One optimize-skills run; its decisions, each with the planted edit's truth."""
     from flows.optimize import optimize_skills
     from workspace.results_tsv import ResultsFile
 
     with (tempfile.TemporaryDirectory(prefix="luban-noise-") as scratch,
-          server_process(_serve, sigma, seed, model, kinds, effects) as (base_url, seen)):
+          server_process(_serve, sigma, seed, model, kinds, effects, near) as (base_url, seen)):
         skills_dir = Path(scratch) / "skills"
         names = write_skills(skills_dir, skills, seed)
         os.environ.update({"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-luban-bench-noise"})
@@ -108,9 +109,29 @@ def one_batch(model: str, sigma: float, seed: int, skills: int, rounds: int, kin
                 continue
             truth = seen["decided"].get(f"{planted.group(1)}@{name}")
             if truth is not None:
-                decisions.append(truth | {"kept": row.status == "keep", "calls": getattr(row, "llm_calls", None)})
+                decisions.append(truth | {"kept": row.status == "keep", "calls": getattr(row, "llm_calls", None),
+                                          "one_reading": one_reading(row.evidence), "look_one": look_one(row.evidence)})
     print("   calls by kind:", seen["kinds"], file=sys.stderr)
     return decisions, {"calls": seen["calls"]}
+
+
+def _basis(evidence: dict | None) -> dict | None:
+    """The evidence of the judged dimension that decided a keep or revert (None: none did, or it was exact)."""
+    if not evidence or not evidence.get("basis"):
+        return None
+    basis = (evidence.get("dims") or {}).get(evidence["basis"]) or {}
+    return basis if basis.get("se") else None
+
+
+def one_reading(evidence: dict | None) -> bool:
+    """Decided by a judged dimension read once on each text (n = [1, 1]): what a veto on one reading looked like."""
+    basis = _basis(evidence)
+    return basis is not None and min(basis.get("n") or [0]) <= 1
+
+
+def look_one(evidence: dict | None) -> bool:
+    """Decided by a judged dimension at the first look."""
+    return _basis(evidence) is not None and evidence is not None and evidence.get("look") == 1
 
 
 def main() -> None:
@@ -123,6 +144,8 @@ def main() -> None:
     options.add_argument("--seed", type=int, default=11)
     options.add_argument("--kinds", default=",".join(KINDS), help="planted edit kinds (e.g. helpful)")
     options.add_argument("--effects", default=",".join(EFFECT_DIMS), help="what they move (accuracy: dim8 alone)")
+    options.add_argument("--world", choices=("default", "near"), default="default",
+                         help="near: each skill's with-skill Accuracy within a point of the baseline's (vetoes common)")
     options.add_argument("--code", help="another checkout of Luban to measure (default: this one)")
     options.add_argument("--json", help="also write the figures to this file")
     args = options.parse_args()
@@ -132,10 +155,12 @@ def main() -> None:
     harness_environment("luban-noise-prefect-")
     from prefect.testing.utilities import prefect_test_harness
 
-    print(f"code: {code}; seed {args.seed}; ≥ {args.decisions} decisions per model and σ; batches of {args.skills} skills "
+    print(f"code: {code}; world {args.world}; seed {args.seed}; ≥ {args.decisions} decisions per model and σ; "
+          f"batches of {args.skills} skills "
           f"× ≤ {args.rounds} rounds; python {sys.version.split()[0]}, {os.cpu_count()} cores")
     print(f"{'model':<6} {'σ':>4}  {'false keeps (kept / not truly better)':<38}  {'true keeps (kept / truly better)':<38}  "
-          f"{'dim8 improvements kept':<38}  harmful kept  calls/decision (all · own)  calls/kept improvement  wall")
+          f"{'dim8 improvements kept':<38}  harmful kept  one reading · look 1  calls/decision (all · own)  "
+          "calls/kept improvement  wall")
     figures: dict[str, dict] = {}
     with prefect_test_harness(server_startup_timeout=120):
         for model in args.models.split(","):
@@ -152,7 +177,7 @@ def one_row(model: str, sigma: float, args: argparse.Namespace) -> dict:
     started, decisions, calls, batch = time.perf_counter(), [], 0, 0
     while len(decisions) < args.decisions:
         found, seen = one_batch(model, sigma, args.seed + 1000 * batch, args.skills, args.rounds,
-                                tuple(args.kinds.split(",")), tuple(args.effects.split(",")))
+                                tuple(args.kinds.split(",")), tuple(args.effects.split(",")), args.world == "near")
         decisions += found
         calls += seen["calls"]
         batch += 1
@@ -161,15 +186,17 @@ def one_row(model: str, sigma: float, args: argparse.Namespace) -> dict:
     dim8 = [d for d in better if d["dim"] == "accuracy"]
     kept_better = sum(d["kept"] for d in better)
     harmful_kept = sum(d["kept"] for d in decisions if d["kind"] == "harmful")
+    thin, first = sum(d["one_reading"] for d in decisions), sum(d["look_one"] for d in decisions)
     own = [d["calls"] for d in decisions if d["calls"] is not None]
     per_own = f"{sum(own) / len(own):.1f}" if own else "—"
     per_kept = f"{calls / kept_better:.0f}" if kept_better else "—"
     print(f"{model:<6} {sigma:>4g}  {rate(sum(d['kept'] for d in worse), len(worse)):<38}  {rate(kept_better, len(better)):<38}  "
-          f"{rate(sum(d['kept'] for d in dim8), len(dim8)):<38}  {harmful_kept:<12}  "
+          f"{rate(sum(d['kept'] for d in dim8), len(dim8)):<38}  {harmful_kept:<12}  {f'{thin} · {first}':<20}  "
           f"{calls / len(decisions):6.1f} · {per_own:<17}  {per_kept:<22}  {time.perf_counter() - started:5.0f} s", flush=True)
     return {"decisions": len(decisions), "false_keeps": [sum(d["kept"] for d in worse), len(worse)],
             "true_keeps": [kept_better, len(better)], "dim8_kept": [sum(d["kept"] for d in dim8), len(dim8)],
-            "harmful_kept": harmful_kept, "calls_per_decision": calls / len(decisions),
+            "harmful_kept": harmful_kept, "decided_on_one_reading": thin, "decided_at_look_one": first,
+            "calls_per_decision": calls / len(decisions),
             "calls_per_kept_improvement": calls / kept_better if kept_better else None}
 
 

@@ -1,7 +1,9 @@
 """The judges' answers as samples for the keep decision (``scoring/keep_decision.py``).
 
 Every judge call is one sample of each dimension it scores; dim8 is one
-sample per measurement (its formula, vetoes included, over the test prompts).
+sample per measurement (its formula over the test prompts, never vetoed on
+its own), with its sub-scores and the baseline's Accuracy beside it, so the
+text's veto is read over all its readings (``Measured.veto``).
 What no model computed — the rule dimensions, dim10's formula, the offline
 heuristics — is exact: the same text always gets the same value. A dimension
 a call could not score gives no sample at all, never a zero.
@@ -13,7 +15,7 @@ from judges.backend import Evaluation, Resample
 from judges.structure_judge import Verdict
 from scoring.keep_decision import JUDGE_DIMS, Measured
 from scoring.model import DimensionScore
-from scoring.samples import PARTS
+from scoring.samples import dim8_parts
 
 
 def _judge_values(verdicts: tuple[Verdict, ...]) -> dict[str, list[float]]:
@@ -39,20 +41,13 @@ def evaluation_samples(evaluation: Evaluation) -> Measured:
             values[dim.dim] = _judge_values(evaluation.panel.verdicts)[dim.dim]
         else:
             values[dim.dim] = [dim.score]
-            values |= _parts(dim)
+            values |= dim8_parts(dim)
     return Measured.of(values, exact)
-
-
-def _parts(dim8: DimensionScore) -> dict[str, list[float]]:
-    """dim8's sub-scores from one measurement (its Accuracy, Safety and Compliance as the grader gave them)."""
-    details = dict(dim8.details)
-    found = {f"dim8.{name}": details.get(name) for name in ("accuracy", "safety", "compliance")}
-    return {part: [float(value)] for part, value in found.items() if isinstance(value, (int, float)) and part in PARTS}
 
 
 def resample_samples(resample: Resample) -> Measured:
     values = _judge_values(resample.verdicts)
     if resample.dim8 is not None and resample.dim8.score is not None and _sampled(resample.dim8):
         values["dim8"] = [resample.dim8.score]
-        values |= _parts(resample.dim8)
+        values |= dim8_parts(resample.dim8)
     return Measured.of(values)

@@ -101,7 +101,10 @@ def evidence(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise
         upper = delta + quantile(veto_alpha, known.df) * se
         status = (DimStatus.LOSS if upper < -1e-9 else DimStatus.GAIN if lower > 1e-9
                   else DimStatus.EVEN if se == 0 and abs(delta) <= 1e-9 else DimStatus.WITHIN)
-        out.append(DimEvidence(dim, n, delta, status, se, lower, upper, known.sd, known.df))
+        few = se > 0 and min(n) < policy.min_readings  # one draw a side decides nothing, however known the noise
+        if few and status in (DimStatus.GAIN, DimStatus.LOSS):
+            status = DimStatus.WITHIN
+        out.append(DimEvidence(dim, n, delta, status, se, lower, upper, known.sd, known.df, few=few))
     return tuple(out)
 
 
@@ -119,6 +122,7 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     rows = evidence(incumbent, candidate, noise, target, look, policy)
     if target == "dim8":
         rows = through_accuracy(rows, incumbent, candidate, noise, look, policy)
+    rows, vetoes = _vetoed(rows, incumbent, candidate)
     judged = any(e.se is not None or e.status is DimStatus.UNKNOWN for e in rows)
     if writes_words and judged:
         rows = tuple(replace(e, status=DimStatus.EVEN) if e.status is DimStatus.GAIN and e.se is None else e for e in rows)
@@ -126,6 +130,8 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     total_delta = round1(candidate.total(compared) - incumbent.total(compared)) if compared else None
     risen = bool(compared) and round1(candidate.total(compared)) > round1(incumbent.total(compared))
     call = _verdict(rows, risen, target, noise, look, policy)
+    if call.verdict is Verdict.REVERT and vetoes and (d8 := next((e for e in rows if e.dim == "dim8"), None)) and d8.via == "veto":
+        call = replace(call, reason=f"{call.reason}: {vetoes[0].removeprefix('candidate: veto: ')}")
     if call.verdict in (Verdict.KEEP, Verdict.REVERT) and look < min_looks and not _settled(rows):
         call = _Call(Verdict.MORE, f"{call.reason}; held back: the judges disagreed, so the evidence grows first",
                      need=frozenset(e.dim for e in rows if e.se))
@@ -134,7 +140,20 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     need = call.need if call.verdict is Verdict.MORE else frozenset()
     rule_only = any(e.status is DimStatus.GAIN and e.se is None for e in rows) and not any(
         e.status is DimStatus.GAIN and e.se is not None for e in rows)
-    return Decision(call.verdict, call.reason, look, rows, total_delta, call.basis, need, target, rule_only)
+    return Decision(call.verdict, call.reason, look, rows, total_delta, call.basis, need, target, rule_only, vetoes)
+
+
+def _vetoed(rows: tuple[DimEvidence, ...], incumbent: Measured, candidate: Measured
+            ) -> tuple[tuple[DimEvidence, ...], tuple[str, ...]]:
+    """dim8's veto as a verdict on each text over all its readings (RUBRIC.md): a candidate vetoed where the kept text
+    is not has lost dim8, whatever its unvetoed readings say. Each veto that holds is named for the record."""
+    mine, theirs = candidate.veto(), incumbent.veto()
+    vetoes = tuple(f"candidate: {r}" for r in mine.reasons) + tuple(f"kept: {r}" for r in theirs.reasons)
+    at = next((i for i, e in enumerate(rows) if e.dim == "dim8"), None)
+    if at is None or not mine.holds or theirs.holds or rows[at].status is DimStatus.UNMEASURED:
+        return rows, vetoes
+    lost = replace(rows[at], status=DimStatus.LOSS, via="veto", few=False)
+    return (*rows[:at], lost, *rows[at + 1:]), vetoes
 
 
 def through_accuracy(rows: tuple[DimEvidence, ...], incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
@@ -170,6 +189,8 @@ def _part(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], 
         return None
     delta = (candidate.mean(part) or 0.0) - (incumbent.mean(part) or 0.0)
     se = known.sd * math.sqrt(1 / n[0] + 1 / n[1])
+    if se > 0 and min(n) < policy.min_readings:
+        return None
     return delta - quantile(gain_alpha, known.df) * se, delta + quantile(veto_alpha, known.df) * se
 
 
@@ -195,8 +216,22 @@ def _verdict(rows: tuple[DimEvidence, ...], risen: bool, target: str | None, noi
     """The rule of the module docstring, step by step; ``need`` names what could still change the answer."""
     losses = [e for e in rows if e.status is DimStatus.LOSS]
     if losses:
+        vetoed = next((e for e in losses if e.via == "veto"), None)
+        if vetoed is not None:
+            return _Call(Verdict.REVERT, "dim8 vetoed over the candidate's readings, not the kept text's", "dim8")
         worst = min(losses, key=lambda e: _weighted(e, e.delta))
         return _Call(Verdict.REVERT, f"{worst.dim} is worse beyond its noise ({worst.delta:+.2f})", worst.dim)
+    call = _verdict_without_losses(rows, risen, target, noise, look, policy)
+    thin = frozenset(e.dim for e in rows if e.few and e.upper is not None and e.upper < -1e-9)
+    if call.verdict is Verdict.KEEP and thin:
+        return _Call(Verdict.MORE, f"{call.reason}; held back: {', '.join(sorted(thin))} fell by more than its noise "
+                                   "on too few readings to decide", need=thin)
+    return call
+
+
+def _verdict_without_losses(rows: tuple[DimEvidence, ...], risen: bool, target: str | None,
+                            noise: Mapping[str, Noise], look: int, policy: KeepPolicy) -> _Call:
+    """Steps 2–4 of the rule, once no dimension is worse beyond its noise."""
     if _settled(rows):
         gains = [e for e in rows if e.status is DimStatus.GAIN]
         best = max(gains, key=lambda e: _weighted(e, e.delta), default=None)
@@ -288,7 +323,9 @@ def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, p
     # max_dim8 times a text; while its noise is unknown it is measured regardless, or it could never count at all
     evidence8 = decision.of("dim8")
     unknown = evidence8 is None or evidence8.status in (DimStatus.UNKNOWN, DimStatus.UNMEASURED)
-    dim8 = "dim8" in decision.need and (unknown or decision.target == "dim8" or decision.rule_only)
+    # ... or where it fell beyond its noise on one reading a side: the loss it may be needs a second reading to decide
+    falling = evidence8 is not None and evidence8.few and evidence8.upper is not None and evidence8.upper < -1e-9
+    dim8 = "dim8" in decision.need and (unknown or falling or decision.target == "dim8" or decision.rule_only)
     most = policy.max_dim8_target if decision.target == "dim8" else policy.max_dim8
     cap = max(most, candidate.n("dim8") + 1) if unknown else most
     return SamplePlan(candidate_judges, incumbent_judges, dim8 and candidate.n("dim8") < cap,

@@ -49,6 +49,9 @@ class KeepPolicy:
     margin: float = 1.0  # points a judged dimension may lose, at most, for a gain on exact dimensions alone
     min_effect: float = 0.5  # a gain smaller than this (points on one dimension) is not worth an edit
     min_df: int = 3  # degrees of freedom before a dimension's noise counts as known
+    # readings a side before a noisy dimension may decide: one reading against one is one draw each, however well
+    # the pooled noise is known (RUBRIC.md: no keep or revert rests on one reading)
+    min_readings: int = 2
     judges_per_step: int = 4  # judge calls per text when more is measured
     max_dim8: int = 2  # dim8 measurements of one text within a decision (two calls per test prompt each)
     # ... when the edit says it improves dim8: its gain is a fraction of a point (+1 Accuracy is +0.44 on dim8) read
@@ -64,6 +67,8 @@ class KeepPolicy:
             raise ValueError(f"look_shares must be non-negative and sum to 1, got {self.look_shares}")
         if not 0 < self.target_share < 1 or self.margin < 0 or self.min_df < 1 or self.judges_per_step < 1:
             raise ValueError("target_share in (0, 1), margin ≥ 0, min_df ≥ 1 and judges_per_step ≥ 1")
+        if self.min_readings < 1:
+            raise ValueError("min_readings must be at least 1")
         if not 1 <= self.max_dim8 <= self.max_dim8_target:
             raise ValueError("max_dim8 must be at least 1, and max_dim8_target at least max_dim8")
 
@@ -79,12 +84,15 @@ class DimEvidence:
     upper: float | None = None  # the veto's bound
     sd: float | None = None  # the judge noise it was read against
     df: int | None = None
-    via: str | None = None  # a gain read through one of the dimension's parts (dim8's Accuracy)
+    via: str | None = None  # a gain read through one of the dimension's parts (dim8's Accuracy), or a loss by veto
+    few: bool = False  # noisy, with fewer than the policy's min_readings a side: its bounds cannot decide yet
 
     def to_json(self) -> dict:
         out: dict = {"n": list(self.n), "delta": _r(self.delta), "status": self.status.value}
         if self.via:
             out["via"] = self.via
+        if self.few:
+            out["few"] = True
         for name in ("se", "lower", "upper", "sd"):
             if getattr(self, name) is not None:
                 out[name] = _r(getattr(self, name))
@@ -104,6 +112,7 @@ class Decision:
     need: frozenset[str] = field(default_factory=frozenset)  # with MORE: the dimensions worth measuring again
     target: str | None = None  # the dimension the edit meant to improve
     rule_only: bool = False  # the gain so far is on exact dimensions alone: every judged one must show non-inferiority
+    vetoes: tuple[str, ...] = ()  # each text's dim8 veto that holds over its readings ("candidate: …", "kept: …")
 
     def of(self, dim: str) -> DimEvidence | None:
         return next((e for e in self.evidence if e.dim == dim), None)
@@ -124,8 +133,9 @@ class Decision:
         return f"{chosen.n[0]}/{chosen.n[1]}" if chosen else ""
 
     def to_json(self) -> dict:
-        return {"verdict": self.verdict.value, "look": self.look, "basis": self.basis, "reason": self.reason,
-                "total_delta": self.total_delta, "dims": {e.dim: e.to_json() for e in self.evidence}}
+        out = {"verdict": self.verdict.value, "look": self.look, "basis": self.basis, "reason": self.reason,
+               "total_delta": self.total_delta, "dims": {e.dim: e.to_json() for e in self.evidence}}
+        return out | {"vetoes": list(self.vetoes)} if self.vetoes else out
 
 
 def _r(value: float | None) -> float | None:

@@ -9,16 +9,19 @@ a judge's noise from the spread within texts, never between them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 
+from scoring.dim8 import Veto, text_veto
 from scoring.formula import round1
-from scoring.model import WEIGHTS
+from scoring.model import WEIGHTS, DimensionScore
+from scoring.noise import Noise, pooled, quantile
 
 # dim8's sub-scores as the grader gives them (RUBRIC.md: dim8 = (8·Accuracy + 5·Safety + 5·Compliance) / 18), each
 # one sample per dim8 measurement, and how much of dim8 a point of each is worth.
 PARTS: dict[str, float] = {"dim8.accuracy": 8 / 18, "dim8.safety": 5 / 18, "dim8.compliance": 5 / 18}
+# The baseline's Accuracy as the same grade read it: no part of dim8's formula, but what its Accuracy veto compares with.
+BASELINE = "dim8.baseline"
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,12 @@ class Measured:
     offline heuristics): they hold one value, and it has no noise. ``PARTS``
     are dim8's judged sub-scores, sampled with each dim8 measurement: not
     dimensions of the rubric (no weight, never in a total), but where an edit
-    aimed at dim8 shows (``keep_decision``).
+    aimed at dim8 shows (``keep_decision``). ``BASELINE`` is the baseline's
+    Accuracy in the same readings, which the dim8 veto compares with.
+
+    A judged dim8 sample is one reading, never vetoed on its own; the text's
+    dim8 (``value``, and so ``total`` and ``means``) is 0 only when its veto
+    holds over all its readings (``veto``, RUBRIC.md "dim8").
     """
 
     values: tuple[tuple[str, tuple[float, ...]], ...] = ()
@@ -37,7 +45,7 @@ class Measured:
 
     def __post_init__(self) -> None:
         for dim, values in self.values:
-            if dim not in WEIGHTS and dim not in PARTS:
+            if dim not in WEIGHTS and dim not in PARTS and dim != BASELINE:
                 raise ValueError(f"unknown dimension {dim!r}")
             if any(not (0 <= v <= 10) or v != v for v in values):
                 raise ValueError(f"{dim}: values must lie in [0, 10], got {values}")
@@ -70,50 +78,35 @@ class Measured:
             merged[dim] = list(values) if dim in more.exact else merged.get(dim, []) + list(values)
         return Measured.of(merged, (self.exact | more.exact) & frozenset(merged))
 
+    def veto(self) -> Veto:
+        """The text's dim8 veto over its judged readings (an exact dim8 already carries its own: it has no noise)."""
+        if "dim8" in self.exact:
+            return Veto()
+        return text_veto(self.samples("dim8.accuracy"), self.samples(BASELINE), self.samples("dim8.compliance"))
+
+    def value(self, dim: str) -> float | None:
+        """The text's score on ``dim``: the mean of its samples, and for dim8 0 when the text's veto holds."""
+        mean = self.mean(dim)
+        return 0.0 if dim == "dim8" and mean is not None and self.veto().holds else mean
+
     def total(self, dims: Iterable[str] | None = None) -> float:
-        """Σ(weight × mean) / 10 over ``dims`` (default: every measured one), at one decimal."""
+        """Σ(weight × value) / 10 over ``dims`` (default: every measured one), at one decimal."""
         chosen = self.dims if dims is None else frozenset(dims)
-        points = sum(WEIGHTS[d] * (self.mean(d) or 0.0) for d in chosen if self.n(d))
+        points = sum(WEIGHTS[d] * (self.value(d) or 0.0) for d in chosen if self.n(d))
         return round1(points / 10)
 
     def means(self) -> dict[str, float]:
-        return {d: round(self.mean(d) or 0.0, 2) for d in sorted(self.dims)}
+        """Each dimension's value (dim8 after the text's veto), at two decimals."""
+        return {d: round(self.value(d) or 0.0, 2) for d in sorted(self.dims)}
 
 
-@dataclass(frozen=True)
-class Noise:
-    """A dimension's judge noise: pooled within-text variance, with its degrees of freedom."""
-
-    variance: float
-    df: int
-
-    @property
-    def sd(self) -> float:
-        return math.sqrt(self.variance)
-
-
-QUANTUM = 1 / 12  # the variance of rounding to whole points: a judge that answers in integers is never finer than this
-
-
-def pooled(groups: Iterable[Sequence[float]]) -> Noise | None:
-    """Σ squared deviations from each group's own mean over Σ (n − 1); None when no group has two values.
-
-    A group is one text's samples: the spread between texts is what an edit
-    changes, the spread within one text is the judge's noise. A judge that
-    answers in whole points often gives a text the same integer every time and
-    flips at the texts that sit between two: a pooled spread of zero then says
-    "flips are rare", not "never". So when every sample is a whole number the
-    variance is read as at least the rounding's own, 1/12 (Sheppard).
-    """
-    squares, df, whole = 0.0, 0, True
-    for values in groups:
-        if len(values) < 2:
-            continue
-        mean = sum(values) / len(values)
-        squares += sum((v - mean) ** 2 for v in values)
-        df += len(values) - 1
-        whole = whole and all(float(v).is_integer() for v in values)
-    return Noise(max(squares / df, QUANTUM if whole else 0.0), df) if df else None
+def dim8_parts(dim8: DimensionScore) -> dict[str, list[float]]:
+    """One dim8 reading's sub-scores as samples: its Accuracy, Safety and Compliance as the grader gave them, and the
+    baseline's Accuracy where one was measured (what the text's veto compares with)."""
+    details = dict(dim8.details)
+    found = {f"dim8.{name}": details.get(name) for name in ("accuracy", "safety", "compliance")}
+    found[BASELINE] = details.get("baseline_accuracy")
+    return {part: [float(value)] for part, value in found.items() if isinstance(value, int | float)}
 
 
 def pooled_noise(texts: Iterable[Measured]) -> dict[str, Noise]:
@@ -125,16 +118,6 @@ def pooled_noise(texts: Iterable[Measured]) -> dict[str, Noise]:
                 groups.setdefault(dim, []).append(values)
     found = {dim: pooled(values) for dim, values in groups.items()}
     return {dim: noise for dim, noise in found.items() if noise is not None}
-
-
-@lru_cache(maxsize=4096)
-def quantile(p: float, df: int | None) -> float:
-    """The one-sided critical value for error ``p``: Student's t with the noise's df (the normal without one)."""
-    from scipy import special  # not scipy.stats: a third of the import time, paid by every `luban` process
-
-    if p <= 0:
-        return math.inf
-    return -float(special.stdtrit(df, p)) if df else -float(special.ndtri(p))  # upper tail = − lower (symmetric)
 
 
 def compare_means(before: tuple[float, ...], after: tuple[float, ...], noise: Noise | None, alpha: float = 0.05,

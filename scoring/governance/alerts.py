@@ -91,8 +91,9 @@ def _flat(evidence: dict, delta: float) -> bool:
 
 
 def _assessment_gap(evidence: dict, expected: float, delta: float, target: str) -> float:
-    """|expected − measured| beyond the target dimension's 95 % noise band, in total points."""
-    measured = delta if delta == delta else 0.0
+    """|expected − measured| beyond the target dimension's 95 % noise band, in total points (only for an attempt whose
+    Δ was measured: an unmeasured one has no gap to read, not a measured 0)."""
+    measured = delta
     band = (evidence.get("dims") or {}).get(target, {}).get("se")
     slack = 1.96 * band * WEIGHTS.get(target, 0) / 10 if band else 0.0
     return max(0.0, abs(expected - measured) - slack)
@@ -132,7 +133,7 @@ def _one_run(skill: str, run_id: int, run) -> dict:
     hits = sum(fact_float(n, "rejected_hits") or 0 for n in notes)
     gaps = [_assessment_gap(e, fact_float(n, "expected") or 0.0, d, str(t))
             for n, d, e, t in zip(notes, attempts["delta"], evidence, attempts["dim_changed"], strict=False)
-            if fact_float(n, "expected") is not None]
+            if fact_float(n, "expected") is not None and d == d]
     flats = [_flat(e, d) for e, d in zip(evidence, attempts["delta"], strict=False)]
     decided = len(attempts)
     first = run.iloc[0]

@@ -14,6 +14,7 @@ from judges.performance import (
 )
 from judges.review import Finding, document_type, merge_findings, needs_review, run_review
 from judges.target_tools import TargetSkill
+from scoring.samples import Measured, dim8_parts
 from scoring.skill_view import SourceFile
 from tests.judges.conftest import make_settings
 from tests.support.openai_server import ScriptedOpenAI
@@ -63,10 +64,18 @@ def test_baseline_cache_saves_calls_across_rounds(server: ScriptedOpenAI, client
     assert fresh.hits == 3 and responder.kinds.count("baseline") == 3
 
 
-def test_accuracy_below_baseline_is_vetoed(server: ScriptedOpenAI, client: LLMClient, responder: LubanResponder, tmp_path: Path):
+def test_accuracy_below_baseline_is_vetoed_over_the_texts_readings(server: ScriptedOpenAI, client: LLMClient,
+                                                                    responder: LubanResponder, tmp_path: Path):
+    """One reading below the baseline is named and not vetoed (RUBRIC.md); two readings of the text that agree are."""
     responder.grade = {"accuracy": 5, "baseline_accuracy": 7, "safety": 10, "compliance": 9}
-    m = measure_full(client, make_settings(server), BaselineCache(tmp_path), SKILL, frozenset(), PROMPTS)
-    assert m.dim8.score == 0 and "veto" in m.dim8.reasons[0]
+    readings = [measure_full(client, make_settings(server), BaselineCache(tmp_path), SKILL, frozenset(), PROMPTS).dim8
+                for _ in range(2)]
+    assert readings[0].score == round((8 * 5 + 5 * 10 + 5 * 9) / 18, 2)
+    assert any(r.startswith("this reading: Accuracy 5 is below the baseline's 7") for r in readings[0].reasons)
+    one = Measured.of({"dim8": [readings[0].score]} | dim8_parts(readings[0]))
+    both = one.plus(Measured.of({"dim8": [readings[1].score]} | dim8_parts(readings[1])))
+    assert not one.veto().holds and one.value("dim8") == readings[0].score
+    assert both.veto().holds and both.value("dim8") == 0.0 and "over 2 readings" in both.veto().reasons[0]
 
 
 def test_unparseable_grades_leave_dim8_unscored_not_zero(server: ScriptedOpenAI, client: LLMClient, tmp_path: Path):

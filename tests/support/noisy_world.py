@@ -10,7 +10,10 @@
   turns bad);
 - every judge call returns each dimension's true quality plus noise; the dim8
   grader returns Accuracy, Compliance and Safety the same way. ``judge_drift``
-  adds a fixed offset to every judged score (judges that drifted).
+  adds a fixed offset to every judged score (judges that drifted);
+- the bare model's true Accuracy is 5, below every skill's; with ``near_baseline`` it is within a point below the
+  skill's own, so single readings fall under it often and a harmful edit can put a skill truly under it (the veto is
+  part of the truth: a skill truly below the baseline has a true dim8 of 0).
 
 Used by ``benchmarks/judge_noise.py`` (false and true keeps), ``benchmarks/weekly_runs.py``
 (false alarms over many runs) and the suite's many-runs test.
@@ -48,15 +51,27 @@ def planted_edit(name: str, number: int, seed: int, kinds: tuple[str, ...] = KIN
     return kind, dim, {"neutral": 0.0, "helpful": 1.0, "harmful": -1.0, "damaging": -3.0}[kind]
 
 
-def dim8_of(accuracy: float) -> float:
-    """The rubric's dim8 for a true Accuracy, with the true Safety and Compliance (no veto applies)."""
+def dim8_of(accuracy: float, baseline: float = BASELINE_ACCURACY) -> float:
+    """The rubric's dim8 for a true Accuracy, with the true Safety and Compliance: 0 when the true Accuracy is below
+    the baseline's (the veto, as a text's truth: no noise in it)."""
+    if accuracy < baseline:
+        return 0.0
     return (8 * min(10.0, accuracy) + 5 * TRUE_SAFETY + 5 * TRUE_COMPLIANCE) / 18
 
 
-def true_total(quality: dict[str, float]) -> float:
+def true_total(quality: dict[str, float], baseline: float = BASELINE_ACCURACY) -> float:
     """The judged part of the rubric's total (the rule dimensions never move: planted edits hold no keywords)."""
     judged = sum(WEIGHTS[d] * min(10.0, max(1.0, quality[d])) for d in JUDGED)
-    return (judged + WEIGHTS["dim8"] * dim8_of(quality["accuracy"])) / 10
+    return (judged + WEIGHTS["dim8"] * dim8_of(quality["accuracy"], baseline)) / 10
+
+
+def baseline_of(name: str, seed: int, near: bool) -> float:
+    """The bare model's true Accuracy on a skill's requests: 5 (well below every skill's), or, in the world where
+    vetoes are common (``near``), within a point below the skill's own — a single reading falls under it often, and
+    a harmful edit to Accuracy can put the skill truly under it."""
+    if not near:
+        return BASELINE_ACCURACY
+    return skill_quality(name, seed)["accuracy"] - random.Random(f"baseline-{seed}-{name}").uniform(0.0, 1.0)
 
 
 WORDS = ("answer", "order", "request", "table", "summary", "field", "value", "date", "owner", "status", "ticket",
@@ -83,10 +98,11 @@ class NoisyModels:
 
     def __init__(self, sigma: float, seed: int, model: str = "iid", kinds: tuple[str, ...] = KINDS,
                  effects: tuple[str, ...] = EFFECT_DIMS, phases: tuple[tuple[int, tuple[str, ...]], ...] = (),
-                 first_proposal: int = 1, judge_drift: float = 0.0):
+                 first_proposal: int = 1, judge_drift: float = 0.0, near_baseline: bool = False):
         self.sigma, self.seed, self.planted_kinds, self.planted_effects = sigma, seed, kinds, effects
         self.phases = phases  # (from proposal number, kinds): the proposer changes there
         self.first_proposal, self.judge_drift = first_proposal, judge_drift
+        self.near_baseline = near_baseline  # the with-skill Accuracy close to the baseline's: vetoes are common
         self.per_call, self.per_text = (sigma * part for part in MODELS[model])
         self.rng = random.Random(f"noise-{seed}-{sigma}-{model}-{first_proposal}")
         self.proposals: dict[str, int] = {}
@@ -143,7 +159,8 @@ class NoisyModels:
             quality = self.quality(name, text)
             after = dict(quality, **{dim: quality[dim] + effect})
             self.decided[f"P{self.seed}-{number}@{name}"] = {
-                "kind": planted_kind, "dim": dim, "delta": true_total(after) - true_total(quality)}
+                "kind": planted_kind, "dim": dim,
+                "delta": true_total(after, self.baseline(name)) - true_total(quality, self.baseline(name))}
             declared = "dim8" if dim == "accuracy" else dim
             if planted_kind == "neutral":
                 declared = random.Random(f"{name}-{number}").choice(JUDGED)
@@ -164,7 +181,9 @@ class NoisyModels:
             # it (a change to that wording would otherwise draw a new world for every test built on this one)
             skill = context[context.find("---"):context.rfind("\n\nFiles in the skill directory:")]
             read = hashlib.sha256(skill.encode()).hexdigest()[:12]
-            return Scripted(body=completion(f"answer of {name} [accuracy {quality['accuracy']:.4f}] ({read})", 900, 60))
+            said = f"[accuracy {quality['accuracy']:.4f}]"  # the default world's answers as they always were
+            said += f" [baseline {self.baseline(name):.4f}]" if self.near_baseline else ""
+            return Scripted(body=completion(f"answer of {name} {said} ({read})", 900, 60))
         if kind == "grade":
             return reply(self.grade(messages[1]["content"]))
         if kind == "review":
@@ -174,6 +193,9 @@ class NoisyModels:
         return Scripted(body=completion("baseline answer.", 20, 40))
 
 
+    def baseline(self, name: str) -> float:
+        return baseline_of(name, self.seed, self.near_baseline)
+
     def grade(self, user: str) -> dict:
         """The grader's scores for a pair of answers (the with-skill answer says its true Accuracy)."""
         found = re.search(r"\[accuracy ([\d.]+)\]", user)
@@ -181,8 +203,10 @@ class NoisyModels:
             return {"accuracy": 8, "baseline_accuracy": 8, "safety": 10, "compliance": 10, "safety_red_line": False,
                     "rationale": "reference"}
         answer = user[user.find("<answer-"):]
+        baseline = re.search(r"\[baseline ([\d.]+)\]", user)
         return {"accuracy": self.noisy(float(found.group(1)), 0.0, answer, "accuracy"),
-                "baseline_accuracy": self.noisy(BASELINE_ACCURACY, 0.0, answer, "baseline"),
+                "baseline_accuracy": self.noisy(float(baseline.group(1)) if baseline else BASELINE_ACCURACY, 0.0, answer,
+                                                "baseline"),
                 "safety": self.noisy(TRUE_SAFETY, 0.0, answer, "safety"),
                 "compliance": self.noisy(TRUE_COMPLIANCE, 0.0, answer, "compliance"),
                 "safety_red_line": False, "rationale": "graded"}
