@@ -6,6 +6,7 @@ nothing heavy (no Prefect, openai or pandas) at the top.
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC
 
@@ -51,8 +52,12 @@ def _version(value: bool) -> None:
 @app.callback()
 def main(
     show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print Luban's version and exit."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show Prefect's INFO lines (every flow and task run) "
+                                 "on stderr; without it only warnings and errors reach the terminal."),
 ) -> None:
     """Score, optimize and gate agent skills."""
+    if verbose:  # the flag over the environment: set before any command imports Prefect
+        os.environ["PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL"] = "INFO"
 
 
 app.command("score")(score_command)  # flows/gate/cli.py: the CI gate, light on imports like this module

@@ -65,6 +65,12 @@ class Workspace:
     def results_tsv(self, skill: str, mode: Mode | None = None) -> Path:
         return self.skill_state(skill, mode) / "results.tsv"
 
+    def routing_tsv(self, skill: str) -> Path:
+        """A skill's routing rounds (``luban route --optimize``): results.tsv's format, a file of their own. Routing
+        works on git, so its records are full mode's folder's in a workspace of either mode (reading them crosses
+        no mode's rubric records)."""
+        return self.root / Mode.FULL / _checked(skill) / "routing.tsv"
+
     def test_prompts(self, skill: str, mode: Mode | None = None) -> Path:
         return self.skill_state(skill, mode) / "test-prompts.json"
 

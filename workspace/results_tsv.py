@@ -8,6 +8,12 @@ decision's evidence in brief: candidate/incumbent samples of the deciding
 dimension, its one-sided 95 % bound in total points, and the LLM calls the
 decision cost), and ``evidence`` (the whole decision, per dimension, as JSON).
 
+Two kinds of record share this format: a rubric round (the ratchet's) and a routing round (``luban route
+--optimize``, ``dim_changed = routing``, its Δ the routing gain in points of right answers). Routing rounds are written
+to their own ``routing.tsv`` beside ``results.tsv``; a ``results.tsv`` written before that may still hold some, so
+``rows`` and ``frame`` return one kind (the rubric's unless asked), and no reader of rubric rounds ever sees a routing
+round — alerts, status, the report, the rejected-edit buffer and resume read only what the ratchet wrote.
+
 Rows are appended by read + append + atomic replace, so a crash leaves the
 file with or without the new row, never with half of it. A file damaged some
 other way (wrong column count, not TSV, binary, a torn last line) is copied to
@@ -48,6 +54,16 @@ class Status(StrEnum):
     REVERT = "revert"
     SKIP = "skip"
     ERROR = "error"
+
+
+class RowKind(StrEnum):
+    """Which loop wrote a row: the rubric's ratchet, or routing rounds."""
+
+    RUBRIC = "rubric"
+    ROUTING = "routing"
+
+
+ROUTING_DIM = "routing"  # dim_changed of a routing round
 
 
 class Stop(StrEnum):
@@ -100,6 +116,10 @@ class ResultRow:
     bound: float | None = None
     llm_calls: int | None = None
     evidence: dict[str, Any] | None = None
+
+    @property
+    def kind(self) -> RowKind:
+        return RowKind.ROUTING if self.dim_changed == ROUTING_DIM else RowKind.RUBRIC
 
     def __post_init__(self) -> None:
         if self.stop and self.stop not in {s.value for s in Stop}:
@@ -224,10 +244,12 @@ class ResultsFile:
         atomic_write(self.path, HEADER + "\n" + "".join(r.to_line() + "\n" for r in rows), self.ops)
         return Repair(backup, len(rows), bad)
 
-    def rows(self) -> list[ResultRow]:
+    def rows(self, kind: RowKind | None = RowKind.RUBRIC) -> list[ResultRow]:
+        """The rows of one kind (the rubric's by default; None: every row as written)."""
         if not self.path.exists():
             return []
-        return _parse(self.path.read_bytes())[0]
+        rows = _parse(self.path.read_bytes())[0]
+        return rows if kind is None else [r for r in rows if r.kind is kind]
 
     def append(self, row: ResultRow) -> Repair | None:
         """Add one row with a single atomic replace (repairing a damaged file first)."""
@@ -236,11 +258,22 @@ class ResultsFile:
         atomic_write(self.path, current + (row.to_line() + "\n").encode("utf-8"), self.ops)
         return repair
 
-    def frame(self):
-        """The rows as a pandas DataFrame (pandas is imported only here, never on the score path)."""
+    def frame(self, kind: RowKind | None = RowKind.RUBRIC):
+        """The rows of one kind as a pandas DataFrame (pandas is imported only here, never on the score path)."""
         import pandas as pd
 
         self.ensure()
         text = {c: str for c in ("commit", "note", "dim_changed", "stop", "samples", "evidence")}
-        return pd.read_csv(self.path, sep="\t", dtype=text, keep_default_na=False,
-                           na_values={c: [""] for c in (*_ONE_DECIMAL, "judge_count", "bound", "llm_calls")})
+        frame = pd.read_csv(self.path, sep="\t", dtype=text, keep_default_na=False,
+                            na_values={c: [""] for c in (*_ONE_DECIMAL, "judge_count", "bound", "llm_calls")})
+        if kind is None:
+            return frame
+        routing = frame["dim_changed"] == ROUTING_DIM
+        return frame[routing if kind is RowKind.ROUTING else ~routing].reset_index(drop=True)
+
+
+def routing_rows(routing_tsv: Path, results_tsv: Path) -> list[ResultRow]:
+    """A skill's routing rounds in the order they ran: its routing.tsv, and any a results.tsv written before routing
+    rounds had a file of their own still holds."""
+    rows = ResultsFile(routing_tsv).rows(RowKind.ROUTING) + ResultsFile(results_tsv).rows(RowKind.ROUTING)
+    return sorted(rows, key=lambda r: r.timestamp)

@@ -44,6 +44,10 @@ def prefect_defaults(home: str | None = None) -> None:
     # The temporary server's services log a cancelled flush as an ERROR with two tracebacks when it stops at the
     # end of every run: nothing a user can act on. Its real failures still surface as the flow's errors.
     os.environ.setdefault("PREFECT_SERVER_LOGGING_LEVEL", "CRITICAL")
+    # A command's stderr is for a person or a CI log: Prefect's INFO line for every task and flow run buries the
+    # warnings and the cost. The console shows warnings and errors unless `luban -v`; the run's logs in the Prefect
+    # UI (the API handler) keep every level.
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_RUNNER_POLL_FREQUENCY", "1")
     if home:
         os.environ.setdefault("PREFECT_HOME", home)

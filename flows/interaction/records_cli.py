@@ -31,36 +31,51 @@ def _workspace(skills_dir: str, mode: str, workspace: str | None, command: str):
     return Workspace.open(Path(skills_dir), Mode(chosen or "full"), root)
 
 
+# What fits 80 columns (a CI log, a cron mail); --wide shows the rest.
+HISTORY_NARROW = ["timestamp", "round", "status", "new_score", "delta", "dim_changed", "stop"]
+NARROW_LABELS = {"round": "#", "new_score": "score", "delta": "Δ", "dim_changed": "dim"}
+HISTORY_WIDE = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "stop", "samples",
+                "bound", "llm_calls", "eval_mode", "note"]
+
+
 def history(
     skill: str = typer.Argument(..., help="The skill's directory name."),
     skills_dir: str = skills_dir_option(),
     mode: str = mode_option(),
     workspace: str | None = workspace_option(),
+    routing: bool = typer.Option(False, "--routing", help="The skill's routing rounds (luban route --optimize) instead "
+                                 "of the rubric's."),
+    wide: bool = typer.Option(False, "--wide", help="Every column, each row's note included (for a wide terminal)."),
 ) -> None:
-    """Show a skill's results.tsv, newest first."""
+    """Show a skill's results.tsv (or its routing rounds), newest first."""
     from rich.console import Console
     from rich.table import Table
 
-    from workspace.results_tsv import ResultsFile
+    from workspace.results_tsv import ResultsFile, RowKind
 
-    ws = _workspace(skills_dir, mode, workspace, "history")
-    path = ws.results_tsv(skill)
+    ws = _workspace(skills_dir, "full" if routing else mode, workspace, "history")
+    path = ws.routing_tsv(skill) if routing else ws.results_tsv(skill)
     if not path.exists():
-        typer.echo(f"luban history: no {ws.mode}-mode records for '{skill}' ({path} does not exist)", err=True)
+        typer.echo(f"luban history: no {'routing' if routing else ws.mode + '-mode'} records for '{skill}' "
+                   f"({path} does not exist)", err=True)
         raise typer.Exit(2)
     results = ResultsFile(path)
     repair = results.ensure()
     if repair:
         typer.echo(repair.message(path), err=True)
-    frame = results.frame().iloc[::-1]
-    table = Table(title=f"{skill} — {ws.mode} mode, newest first", title_justify="left")
-    columns = ["timestamp", "round", "status", "old_score", "new_score", "delta", "dim_changed", "stop", "samples", "bound",
-               "llm_calls", "eval_mode", "note"]
+    frame = results.frame(RowKind.ROUTING if routing else RowKind.RUBRIC).iloc[::-1]
+    what = "routing rounds" if routing else f"{ws.mode} mode"
+    table = Table(title=f"{skill} — {what}, newest first", title_justify="left")
+    columns = HISTORY_WIDE if wide else HISTORY_NARROW
     for column in columns:
-        table.add_column(column, overflow="fold")
+        short = not wide and column in ("timestamp", "dim_changed", "status", "stop")  # never cut mid-word
+        table.add_column(column if wide else NARROW_LABELS.get(column, column), overflow="fold", no_wrap=short)
     for _, row in frame.iterrows():
-        table.add_row(*["" if str(row[c]) == "nan" else str(row[c]) for c in columns])
+        cells = ["" if str(row[c]) == "nan" else str(row[c]) for c in columns]
+        table.add_row(*([cells[0][:16].replace("T", " "), *cells[1:]] if not wide else cells))
     Console().print(table)
+    if not wide:
+        typer.echo("(--wide: every column: samples, bound, calls, eval mode, each row's note)")
 
 
 def report(
@@ -99,6 +114,8 @@ def status(
     workspace: str | None = workspace_option(),
     runs: int = typer.Option(5, "--runs", min=1, help="How many of each skill's last runs the Δ and kept columns cover."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout instead of the table."),
+    wide: bool = typer.Option(False, "--wide", help="Every column in the table, the reasons included (for a wide "
+                              "terminal); without it the table fits 80 columns and the reasons follow it."),
 ) -> None:
     """The library at a glance: per skill its last run, its score over the last runs, what holds it (frozen, paused,
     resting), alert counters, guards and edit budget; the run branches still open."""
@@ -107,7 +124,7 @@ def status(
     from rich.console import Console
     from rich.table import Table
 
-    from workspace.library_status import library_status, rows_for_table
+    from workspace.library_status import held_lines, library_status, narrow_rows, rows_for_table
 
     ws = _workspace(skills_dir, mode, workspace, "status")
     recorded = sorted(p.parent.name for p in ws.mode_dir.glob("*/results.tsv"))
@@ -115,7 +132,7 @@ def status(
     if as_json:
         typer.echo(json.dumps(state.to_json(), indent=2, ensure_ascii=False))
         return
-    rows = rows_for_table(state)
+    rows = rows_for_table(state) if wide else narrow_rows(state)
     table = Table(title=f"{ws.skills_dir} — {ws.mode} mode", title_justify="left")
     for column in (rows[0] if rows else {"skill": ""}):
         table.add_column(column, overflow="fold")
@@ -123,9 +140,12 @@ def status(
         table.add_row(*row.values())
     console = Console()
     console.print(table)
+    for line in [] if wide else held_lines(state):
+        console.print(line, highlight=False)
     held = sum(not s.state.startswith("ok") for s in state.skills)
-    console.print(f"{len(state.skills)} skill(s), {held} held back; edit budget {state.budget}; library alerts: "
-                  f"{', '.join(state.library_alerts) or 'none'}; run branches: {', '.join(state.branches) or 'none'}")
+    console.print(f"{len(state.skills)} skill(s), {held} held back; edit budget {state.budget}", highlight=False)
+    console.print(f"library alerts: {', '.join(state.library_alerts) or 'none'}; "
+                  f"run branches: {', '.join(state.branches) or 'none'}", highlight=False)
 
 
 def lift(

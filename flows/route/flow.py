@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -133,9 +134,11 @@ def queries_for(library: Library, setup: Setup, focus: list[str], eval_set: str 
 def say_cost(settings: Settings, queries: int, libraries: int) -> int:
     """The calls a routing will take, said before it starts (and the cap it stops at)."""
     calls = libraries * planned_calls(queries, settings.route_runs, len(settings.router_models))
-    get_run_logger().info("routing %d queries × %d runs × %d router models%s = %d calls (it stops at %d: --max-calls)",
-                          queries, settings.route_runs, len(settings.router_models),
-                          f" × {libraries} libraries" if libraries > 1 else "", calls, settings.max_llm_calls)
+    line = (f"routing {queries} queries × {settings.route_runs} runs × {len(settings.router_models)} router models"
+            f"{f' × {libraries} libraries' if libraries > 1 else ''} = {calls} calls "
+            f"(it stops at {settings.max_llm_calls}: --max-calls)")
+    get_run_logger().info(line)  # the run's log in the Prefect UI
+    sys.stderr.write(f"luban route: {line}\n")  # and the person at the terminal, whatever the console's log level
     return calls
 
 

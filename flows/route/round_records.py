@@ -1,5 +1,5 @@
 """What a routing round reads and writes besides the routing: its context, the queries its gain is measured on, the
-listing check of a new description, and its ``results.tsv`` row (with the descriptions tried, so none is tried again).
+listing check of a new description, and its ``routing.tsv`` row (with the descriptions tried, so none is tried again).
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from scoring.route_problems import RoutingProblem
 from scoring.route_queries import RouteQuery
 from workspace.git_ratchet import GitRatchet
 from workspace.layout import Mode, Workspace
-from workspace.results_tsv import ResultRow, ResultsFile, Status, Stop
-
-ROUTING_DIM = "routing"  # results.tsv's dim_changed for a routing round
+from workspace.results_tsv import ROUTING_DIM, ResultRow, ResultsFile, Status, Stop, routing_rows
 
 
 @dataclass(frozen=True)
@@ -79,14 +77,14 @@ def right_share(routing: Routing, model: str, queries: Sequence[RouteQuery]) -> 
 
 def rejected_descriptions(space: Workspace, folder: str) -> list[str]:
     """The descriptions routing rounds tried for this skill and put back, in any run."""
-    rows = ResultsFile(space.results_tsv(folder, Mode.FULL)).rows()
-    return [str(r.evidence["proposed"]) for r in rows if r.dim_changed == ROUTING_DIM and r.status == Status.REVERT
-            and r.evidence and r.evidence.get("proposed")]
+    rows = routing_rows(space.routing_tsv(folder), space.results_tsv(folder, Mode.FULL))
+    return [str(r.evidence["proposed"]) for r in rows if r.status == Status.REVERT and r.evidence and r.evidence.get("proposed")]
 
 
 def record(context: RoundContext, number: int, folder: str, outcome: str, problem: RoutingProblem,
            proposal: DescriptionProposal, why: str, decisions: Sequence[RouteDecision] = (), sha: str = "") -> dict[str, Any]:
-    """The attempt's row in the skill's results.tsv, and its outcome for the run's document."""
+    """The attempt's row in the skill's routing.tsv (never results.tsv: the rubric's readers must not take it for
+    theirs), and its outcome for the run's document."""
     status = Status.SKIP if outcome == "budget" else Status(outcome)
     gains = [d.better.mean_change for d in decisions]
     said = "; ".join(d.said() for d in decisions) or why
@@ -96,7 +94,7 @@ def record(context: RoundContext, number: int, folder: str, outcome: str, proble
                     status=status.value, mode=Mode.FULL.value, commit=sha[:12], dim_changed=ROUTING_DIM,
                     delta=round(100 * min(gains), 1) if gains else None, note=f"{problem.said()}: {said}"[:400],
                     stop=Stop.BUDGET.value if outcome == "budget" else "", evidence=evidence)
-    path = context.space.results_tsv(folder, Mode.FULL)
+    path = context.space.routing_tsv(folder)
     path.parent.mkdir(parents=True, exist_ok=True)
     ResultsFile(path).append(row)
     return {"round": number, "skill": problem.skill, "status": outcome, "problem": problem.said(),

@@ -3,7 +3,7 @@
 A round takes the worst routing problem, asks the editor for one new description of one skill, commits it, routes the
 train queries with it, and keeps it only when the routing is right more often beyond the runs' noise and no skill's
 recall and no pair's confusion got worse (``scoring.route_keep.decide``, every router model). Otherwise git puts the
-description back and the attempt is remembered. Every attempt is a ``results.tsv`` row with its evidence.
+description back and the attempt is remembered. Every attempt is a ``routing.tsv`` row with its evidence.
 
 Then the validation queries choose among the versions kept (the original included), and the sealed test queries
 are read once: when the chosen version is worse than the original there beyond noise, the original comes back.

@@ -20,6 +20,12 @@ all under 5 points. Fixed thresholds stay fixed: flat > 40 %, budget use
 < 2 % or > 8 %, self-assessed vs measured gap > 5, Δ-mean slope < −0.1 per run
 (least squares, from 5 runs on), and a missing mode cell.
 
+Two of the dynamic checks read rates of a run's few attempts: the revert rate (reverts of the attempts) and the
+rejected-hit rate (proposals that repeated a rejected edit). A run of one to three attempts gives rates 0, 1/3, 1/2
+or 1, where a normal line on per-run rates does not hold (one false pause per 48 skill-runs in a stationary world), so
+these are checked on their counts (``counted``): the exact binomial tail of this run's count against the history's
+pooled rate, at the same error the 2.5σ line is set for. The others keep μ ± k·σ.
+
 Only a check with a noise model escalates (``Alert.escalates``): the dynamic
 ones here, and the library's (``library_alerts``). A fixed threshold knows
 nothing of the run's judge noise or edit sizes — under σ = 1 judges and two
@@ -100,7 +106,8 @@ def _assessment_gap(evidence: dict, expected: float, delta: float, target: str) 
 
 
 COLUMNS = ("skill", "run", "started", "dry_run_ratio", "revert_rate", "delta_mean", "flat_ratio", "mode_completeness",
-           "rejected_hit_rate", "budget_use", "assessment_gap", "attempts", "keeps", "worse", "baseline", "sha", "shift")
+           "rejected_hit_rate", "budget_use", "assessment_gap", "attempts", "keeps", "worse", "proposals", "hits",
+           "baseline", "sha", "shift")
 
 
 def run_metrics(frame):
@@ -150,6 +157,7 @@ def _one_run(skill: str, run_id: int, run) -> dict:
         "assessment_gap": sum(gaps) / len(gaps) if gaps else math.nan,
         "attempts": decided, "keeps": int((attempts["status"] == "keep").sum()),
         "worse": sum(e.get("verdict") == "revert" for e in evidence),  # a confident non-improvement (a veto)
+        "proposals": proposals, "hits": hits,
         "baseline": float(first["new_score"]) if is_baseline and first["new_score"] == first["new_score"] else math.nan,
         "sha": parse_note(str(first["note"]))[0].get("sha", "") if is_baseline else "",
         "shift": math.nan,
@@ -177,6 +185,36 @@ def dynamic(name: str, skill: str, value: float, history: list[float], side: str
                  run=run)
 
 
+def binomial_tail(count: int, out_of: int, p: float, side: str) -> float:
+    """P(X ≤ count) (``side`` lower) or P(X ≥ count) (upper) for X ~ Binomial(out_of, p), summed exactly."""
+    chosen = range(0, count + 1) if side == "lower" else range(count, out_of + 1)
+    return min(1.0, sum(math.comb(out_of, k) * p**k * (1 - p) ** (out_of - k) for k in chosen))
+
+
+def counted(name: str, skill: str, current: tuple[float, float], history: tuple, side: str, what: str,
+            run: str = "", alpha: float = ALPHA / CHECKS) -> Alert:
+    """A rate of few attempts checked on its counts: this run's ``count`` of ``out_of`` against the history's pooled
+    rate, by the exact binomial tail at the error the μ ± k·σ line is set for (``alpha``, ≈ 2.5σ one-sided). A run
+    of one to three attempts has rates 0, 1/3, 1/2 or 1, where a normal line on the per-run rates does not hold; the
+    tail knows how many attempts the rate rests on (one attempt can never fire a check whose rate is not extreme).
+    ``history``: the earlier runs' counts and totals, as two sequences."""
+    count, out_of = current
+    counts, totals = ([float(v) for v in column] for column in history)
+    runs = [(c, t) for c, t in zip(counts, totals, strict=True) if t == t and t > 0 and c == c]
+    if len(runs) < MIN_POINTS or not out_of or out_of != out_of:
+        value = count / out_of if out_of and out_of == out_of else None
+        return Alert(name, skill, value, None, False, False,
+                     f"{name}: inactive ({len(runs)} run(s) with attempts in its history, {MIN_POINTS} needed)"
+                     if value is not None else f"{name}: no attempts to measure", run=run)
+    pooled = sum(c for c, _ in runs) / sum(t for _, t in runs)
+    pooled = min(max(pooled, 0.5 / sum(t for _, t in runs)), 1 - 0.5 / sum(t for _, t in runs))  # never exactly 0 or 1
+    tail = binomial_tail(round(count), round(out_of), pooled, side)
+    fired = tail < alpha
+    return Alert(name, skill, count / out_of, pooled, fired, True,
+                 f"{name} {int(count)}/{int(out_of)} against the history's pooled {pooled:.3f}: P({'≤' if side == 'lower' else '≥'}"
+                 f" {int(count)}) = {tail:.4f} {'below' if fired else 'not below'} {alpha:.4f}: {what}", run=run)
+
+
 def _fixed(name: str, skill: str, value: float, fired: bool, threshold: float, message: str, run: str) -> Alert:
     if value != value:
         return Alert(name, skill, None, threshold, False, False, f"{name}: no attempts to measure", False, run)
@@ -194,10 +232,13 @@ def check_alerts(metrics) -> list[Alert]:
         run = str(current["started"])
         alerts.append(dynamic("dry_run_ratio", skill, current["dry_run_ratio"], list(history["dry_run_ratio"]), "upper",
                               "dim8 confidence is low", run))
-        alerts.append(dynamic("revert_rate", skill, current["revert_rate"], list(history["revert_rate"]), "lower",
+        reverts = current["attempts"] - current["keeps"]
+        alerts.append(counted("revert_rate", skill, (reverts, current["attempts"]),
+                              (history["attempts"] - history["keeps"], history["attempts"]), "lower",
                               "the scorer may be too lenient", run))
-        alerts.append(dynamic("rejected_hit_rate", skill, current["rejected_hit_rate"], list(history["rejected_hit_rate"]),
-                              "upper", "proposals keep repeating rejected edits", run))
+        alerts.append(counted("rejected_hit_rate", skill, (current["hits"], current["proposals"]),
+                              (history["hits"], history["proposals"]), "upper", "proposals keep repeating rejected edits",
+                              run))
         if "shift" in metrics:
             alerts.append(dynamic("score_shift", skill, current["shift"], list(history["shift"]), "both",
                                   "the judges read the unchanged text differently: have they drifted?", run))

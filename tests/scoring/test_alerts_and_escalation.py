@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from scoring.governance.alerts import check_alerts, k_for, run_metrics
+from scoring.governance.alerts import binomial_tail, check_alerts, k_for, run_metrics
 from scoring.governance.escalation import Escalation, observe
 from workspace.results_tsv import COLUMNS
 
@@ -23,7 +23,8 @@ def test_k_is_the_bonferroni_quantile_from_scipy():
 
 def metrics(history: list[dict], current: dict) -> pd.DataFrame:
     base = {"run": 1, "dry_run_ratio": 0.0, "revert_rate": 0.5, "delta_mean": 1.0, "flat_ratio": 0.0,
-            "mode_completeness": 1.0, "rejected_hit_rate": 0.1, "budget_use": 5.0, "assessment_gap": 1.0}
+            "mode_completeness": 1.0, "rejected_hit_rate": 0.1, "budget_use": 5.0, "assessment_gap": 1.0,
+            "attempts": 2, "keeps": 1, "proposals": 2, "hits": 0}
     rows = [dict(base, skill=f"other-{i}", started=f"2026-01-{i + 1:02d}", **h) for i, h in enumerate(history)]
     rows.append(dict(base, skill="target", started="2026-12-31", **current))
     return pd.DataFrame(rows)
@@ -40,7 +41,7 @@ def threshold(values: list[float], side: str) -> float:
     return mean + k * sd if side == "upper" else mean - k * sd
 
 
-@pytest.mark.parametrize("name, side", [("dry_run_ratio", "upper"), ("revert_rate", "lower"), ("rejected_hit_rate", "upper")])
+@pytest.mark.parametrize("name, side", [("dry_run_ratio", "upper")])
 @pytest.mark.parametrize("points", [6, 40])  # t quantile below 30 points, normal from 30
 def test_dynamic_alerts_just_inside_and_just_outside(name: str, side: str, points: int):
     values = [0.2 + 0.03 * (i % 7) for i in range(points)]
@@ -49,6 +50,31 @@ def test_dynamic_alerts_just_inside_and_just_outside(name: str, side: str, point
     history = [{name: v} for v in values]
     assert fired(metrics(history, {name: line - step}), name) is False
     assert fired(metrics(history, {name: line + step}), name) is True
+
+
+def test_binomial_tail_is_scipys():
+    for n, p in ((3, 0.4), (12, 0.05), (1, 0.9)):
+        for k in range(n + 1):
+            assert binomial_tail(k, n, p, "lower") == pytest.approx(stats.binom.cdf(k, n, p))
+            assert binomial_tail(k, n, p, "upper") == pytest.approx(stats.binom.sf(k - 1, n, p))
+
+
+def test_a_revert_rate_of_few_attempts_is_read_on_its_counts():
+    """Two reverts in three attempts, run after run: no revert in the next three is within chance (P = 0.037); none in
+    twelve is not (P = 2e-6). A normal line on per-run rates (0, 1/3, 2/3, 1) fired on the first."""
+    history = [{"attempts": 3, "keeps": 1, "revert_rate": 2 / 3} for _ in range(10)]
+    assert fired(metrics(history, {"attempts": 3, "keeps": 3, "revert_rate": 0.0}), "revert_rate") is False
+    assert fired(metrics(history, {"attempts": 12, "keeps": 12, "revert_rate": 0.0}), "revert_rate") is True
+    assert fired(metrics(history[:4], {"attempts": 12, "keeps": 12, "revert_rate": 0.0}), "revert_rate") is None
+
+
+def test_a_rejected_hit_rate_of_few_proposals_is_read_on_its_counts():
+    history = [{"proposals": 3, "hits": 1 if i == 0 else 0} for i in range(10)]  # pooled 1/30
+    assert fired(metrics(history, {"proposals": 3, "hits": 1}), "rejected_hit_rate") is False
+    assert fired(metrics(history, {"proposals": 3, "hits": 3}), "rejected_hit_rate") is True
+    alert = next(a for a in check_alerts(metrics(history, {"proposals": 3, "hits": 3})) if a.name == "rejected_hit_rate"
+                 and a.skill == "target")
+    assert "3/3 against the history's pooled 0.033" in alert.message and alert.escalates
 
 
 def test_dynamic_alert_is_inactive_under_five_points():

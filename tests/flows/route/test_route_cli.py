@@ -55,3 +55,13 @@ def test_an_eval_set_that_cannot_be_used_names_its_line(library, tmp_path):
     bad.write_text(json.dumps({"invoice": []}), encoding="utf-8")
     assert_refused(luban("route", "--skills-dir", str(library), "--eval-set", str(bad), cwd=tmp_path),
                    "no skill named 'invoice'")
+
+
+def test_prefect_info_lines_reach_stderr_only_when_asked(library, tmp_path):
+    """A command's stderr is read in CI logs and cron mail: no line per flow and task run unless `luban -v`."""
+    quiet = luban("route", "--skills-dir", str(library), "--workspace", str(tmp_path / "ws"), cwd=tmp_path)
+    loud = luban("-v", "route", "--skills-dir", str(library), "--workspace", str(tmp_path / "ws"), cwd=tmp_path)
+    assert quiet.returncode == loud.returncode == 0, quiet.stderr + loud.stderr
+    assert json.loads(quiet.stdout)["routing"].startswith("not measured"), quiet.stdout
+    assert "| INFO" not in quiet.stderr and "report: " in quiet.stderr, quiet.stderr
+    assert "| INFO" in loud.stderr, loud.stderr

@@ -15,7 +15,7 @@ from flows.route.rounds import optimize_routing
 from scoring.document import parse
 from tests.support.repos import commit_all
 from tests.support.routing_world import SKILLS, make_library
-from workspace.results_tsv import ResultsFile
+from workspace.results_tsv import ResultsFile, RowKind
 
 pytestmark = pytest.mark.usefixtures("prefect_api")
 THIEF = ("Plans trips; also creates and sends customer invoices from billing records for the client, and bills a "
@@ -40,7 +40,8 @@ def description(skills: Path, folder: str) -> str:
 
 
 def rows(tmp_path: Path, folder: str):
-    return ResultsFile(tmp_path / "ws" / "full" / folder / "results.tsv").rows()
+    assert not (tmp_path / "ws" / "full" / folder / "results.tsv").exists()  # the rubric's records are not touched
+    return ResultsFile(tmp_path / "ws" / "full" / folder / "routing.tsv").rows(RowKind.ROUTING)
 
 
 def test_a_description_that_routes_better_is_kept_on_the_branch(repository, tmp_path, world):
@@ -75,7 +76,7 @@ def test_a_description_that_routes_worse_is_put_back_and_never_tried_again(repos
     reverted = [r for r in rows(tmp_path, target) if r.status == "revert"]
     assert reverted and reverted[0].evidence["proposed"] == WORSE[target] and reverted[0].evidence["decisions"]
     assert doc["branch"] is None  # nothing kept: the run's branch is dropped, the repository as it was
-    # a later run on the same workspace reads the rejected description back from results.tsv: the editor is told,
+    # a later run on the same workspace reads the rejected description back from routing.tsv: the editor is told,
     # and the same proposal is not routed again
     calls = router.calls
     again = optimize_routing(skills_dir=str(repository), rounds=1, workspace=str(tmp_path / "ws"), llm={"route_runs": 2})
