@@ -80,6 +80,16 @@ def _restore_budget(profile: LubanProfile, key: str) -> str:
     return f"{key}: edit budget back to {DEFAULT_BUDGET:.0%} from {before:.0%}"
 
 
+def held_skills(profile: LubanProfile) -> list[str]:
+    """Every skill something holds: a freeze, a pause, its own budget, a guard."""
+    guarded = {name for guard in profile.oscillation_guard for name in guard.skills}
+    return sorted(set(profile.frozen) | set(profile.paused) | set(profile.skill_edit_budget) | guarded)
+
+
+def _library_held(profile: LubanProfile, skill: str) -> bool:
+    return any(LIBRARY_MARK in entry.reason for entry in (profile.frozen.get(skill), profile.paused.get(skill)) if entry)
+
+
 def _lift_skill(profile: LubanProfile, skill: str) -> list[str]:
     lifted, reasons = [], []
     for held, what in ((profile.frozen, "freeze"), (profile.paused, "pause")):
@@ -106,12 +116,18 @@ def _lift_skill(profile: LubanProfile, skill: str) -> list[str]:
     return lifted
 
 
-def lift(profile: LubanProfile, skill: str | None = None, guard: str | None = None, budget: bool = False) -> list[str]:
+def lift(profile: LubanProfile, skill: str | None = None, guard: str | None = None, budget: bool = False,
+         every: bool = False) -> list[str]:
     """End what holds ``skill`` (its freeze, pause, budget, guards, and the alert counters that would bring them
-    back), the guard on dimension ``guard``, or (``budget``) every budget tightening; what was lifted, said."""
+    back), the guard on dimension ``guard``, (``budget``) every budget tightening, or (``every``) all of it for every
+    skill; what was lifted, said. A hold the library's alert put on every skill is one hold: lifting it for one
+    skill lifts it for each, and says so for each (its counter is reset with it)."""
     lifted: list[str] = []
-    if skill is not None:
-        lifted += _lift_skill(profile, skill)
+    for name in held_skills(profile) if every else [skill] if skill is not None else []:
+        lifted += _lift_skill(profile, name)
+    if skill is not None and not every and any(LIBRARY_MARK in line for line in lifted):
+        for other in sorted(o for o in held_skills(profile) if _library_held(profile, o)):
+            lifted += [f"{line} — the library's hold, lifted with {skill}'s" for line in _lift_skill(profile, other)]
     if guard is not None:
         before = len(profile.oscillation_guard)
         profile.oscillation_guard = [g for g in profile.oscillation_guard if g.dim != guard]

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import io
 import os
 import re
 import shutil
 import socket
 import threading
+import zipfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -173,13 +175,37 @@ def prune_stamped(parent: Path, current: Path, keep: int) -> list[str]:
     return [str(f) for f in doomed]
 
 
+AUDIT_FILES = ("version_manifest.json", "*/baseline.md")  # what a pruned run leaves: its audit trail, the originals
+
+
+def audit_archive(workspace: Workspace, run: str) -> Path:
+    """Where a pruned run's audit trail is kept: ``<mode>/audit/<run>.zip``, for as long as the workspace."""
+    return workspace.mode_dir / "audit" / f"{run}.zip"
+
+
+def _archive_audit(workspace: Workspace, folder: Path) -> None:
+    """The run's manifest (every file touched, with hashes, and every approval) and each skill's text as the run
+    found it, into one compressed zip, written whole before the folder goes (a crash leaves the folder, or both)."""
+    members = sorted({m for pattern in AUDIT_FILES for m in folder.glob(pattern) if m.is_file()})
+    if not members:
+        return
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member in members:
+            archive.write(member, member.relative_to(folder).as_posix())
+    atomic_write(audit_archive(workspace, folder.name), buffer.getvalue())
+
+
 def prune_runs(workspace: Workspace, current: Path, keep: int) -> list[str]:
     """Delete the backup folders of all but the newest ``keep`` runs (never ``current``), with their archived rounds;
-    the paths deleted. The records (results.tsv, rejected edits, the git history) keep what the runs did."""
+    the paths deleted. Each run's audit trail — its manifest with the approvals, and each skill's original text —
+    is kept first in ``audit/<run>.zip`` (``audit_archive``): the records (results.tsv, rejected edits, the git
+    history) cite them for as long as they last, and in quick mode, which has no git, the original is nowhere else."""
     folders = sorted((p for p in workspace.backups().iterdir() if p.is_dir()), key=_run_order) \
         if workspace.backups().is_dir() else []
     doomed = [f for f in folders[:-keep] if f.resolve() != current.resolve()] if keep > 0 else []
     for folder in doomed:
+        _archive_audit(workspace, folder)
         shutil.rmtree(folder)
         for archived in workspace.backups_archive_root().glob(f"*/{folder.name}"):
             shutil.rmtree(archived)

@@ -153,16 +153,18 @@ def lift(
                                        "guards to lift (its alert counters are reset with them)."),
     guard: str | None = typer.Option(None, "--guard", help="Lift the oscillation guard on this dimension (e.g. dim3)."),
     budget: bool = typer.Option(False, "--budget", help="Undo every edit-budget tightening (back to 10 %)."),
+    every: bool = typer.Option(False, "--all", help="Lift everything that holds any skill, and say what for each."),
     skills_dir: str = skills_dir_option(),
     workspace: str | None = workspace_option(),
 ) -> None:
-    """Lift what holds skills back between runs — a freeze, a pause, a guard, a budget tightening — and say what."""
+    """Lift what holds skills back between runs — a freeze, a pause, a guard, a budget tightening — and say what.
+    A hold the library's alert put on every skill is lifted for each when it is lifted for one."""
     from workspace import profile as profile_store
     from workspace.file_ratchet import clear_readonly
     from workspace.holds import lift as lift_holds
 
-    if skill is None and guard is None and not budget:
-        _usage_error("name a skill, --guard DIM or --budget (see 'luban status' for what holds what)", "lift")
+    if skill is None and guard is None and not budget and not every:
+        _usage_error("name a skill, --all, --guard DIM or --budget (see 'luban status' for what holds what)", "lift")
     lifted: list[str] = []
     if skill is not None:
         for mode in ("quick", "full"):
@@ -170,8 +172,8 @@ def lift(
                 lifted.append(f"{skill}: read-only protection ({mode})")
     ws = _workspace(skills_dir, "full", workspace, "lift")
     if ws.profile.exists():
-        profile_store.update(ws.profile, lambda p: lifted.extend(lift_holds(p, skill, guard, budget)))
-    what = skill or (f"guard {guard}" if guard else "budget")
+        profile_store.update(ws.profile, lambda p: lifted.extend(lift_holds(p, skill, guard, budget, every)))
+    what = "every skill" if every else skill or (f"guard {guard}" if guard else "budget")
     typer.echo("\n".join(f"lifted {line}" for line in lifted) if lifted else f"{what}: nothing held it")
 
 
@@ -203,4 +205,4 @@ def unfreeze(
     workspace: str | None = workspace_option(),
 ) -> None:
     """The same as 'luban lift SKILL' (kept for scripts written before it)."""
-    lift(skill, None, False, skills_dir, workspace)
+    lift(skill, guard=None, budget=False, every=False, skills_dir=skills_dir, workspace=workspace)

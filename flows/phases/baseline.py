@@ -14,7 +14,6 @@ from flows.state.run import Run
 from scoring.governance.library_alerts import LIBRARY
 from scoring.governance.roi import earlier_runs, roi_precheck
 from workspace.manifest import save_round_backup
-from workspace.pending_keep import text_sha
 from workspace.results_tsv import ResultsFile, Status, Stop
 
 
@@ -59,9 +58,10 @@ def _baseline_skill(run: Run, skill: str) -> Measured:
     card = measure.baseline(run, skill, text)
     held = measure.held_out(run, skill, text) if run.mode == "full" else ()
     run.take(state := SkillState(skill, baseline=card, best=card))
+    key, models = run.reference(skill, text)  # a re-measure of the same text by the same models shows drift
     records.record_row(run, skill, RowDraft(0, Status.BASELINE, card, measured=run.incumbent(skill), calls=calls.spent(),
                                             text="baseline", held_out=sum(held) / len(held) if held else None,
-                                            facts={"sha": text_sha(text.encode("utf-8"))[:12]}))  # a re-measure shows drift
+                                            facts={"sha": key, "models": models}))
     save_round_backup(run.run_dir, skill, 0, text.encode("utf-8"))
     if skill in run.measure_only:  # paused: this baseline is the new evidence its alerts read next time
         records.record_row(run, skill, RowDraft(0, Status.SKIP, card, measured=run.incumbent(skill), stop=Stop.PAUSED,

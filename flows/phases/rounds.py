@@ -24,7 +24,9 @@ from scoring.model import DIM_NAMES, WEIGHTS
 from workspace.atomic import atomic_write
 from workspace.manifest import save_round_backup
 from workspace.pending_keep import text_sha
+from workspace.rejected_edits import SKILL_FILE
 from workspace.results_tsv import Status, Stop
+from workspace.skill_source import list_files
 
 
 def optimize_all(run: Run) -> Optimized:
@@ -78,7 +80,7 @@ def _in_own_run(run: Run, skill: str, update, ahead: ProposalAhead | None) -> Sk
         run.join(mine, skill)
 
 
-def _after_skill(run: Run, order: list[str], skill: str, before: bytes, outcome: SkillOutcome, update,
+def _after_skill(run: Run, order: list[str], skill: str, before: dict[str, bytes], outcome: SkillOutcome, update,
                  round_one_stops: int, outcomes: dict[str, SkillOutcome]) -> int:
     """The round cap's checkpoint, the backup, the skill's checkpoint, and the exploratory-rewrite trigger (two
     skills in a row stopped in round 1), each skill's outcome into ``outcomes``; the streak of such skills after
@@ -108,12 +110,32 @@ def _at_max_rounds(run: Run, skill: str, outcome: SkillOutcome) -> SkillOutcome:
     return outcome
 
 
-def _pre_run_version(run: Run, skill: str) -> bytes:
-    """What the skill's checkpoint diff starts from: on --resume, the version saved at this run's baseline."""
+def _pre_run_version(run: Run, skill: str) -> dict[str, bytes]:
+    """What the skill's checkpoint diff starts from: SKILL.md and every Markdown file beside it (an edit may change one
+    that SKILL.md references); on --resume, SKILL.md as saved at this run's baseline and the others as the run's
+    original commit holds them."""
+    folder = run.workspace.skill_file(skill).parent
+    files = {name: (folder / name).read_bytes() for name in sorted(list_files(folder)) if name.endswith(".md")}
     saved = run.run_dir / skill / "baseline.md"
     if run.resumed(skill) is not None and saved.exists():
-        return saved.read_bytes()
-    return run.workspace.skill_file(skill).read_bytes()
+        ratchet = run.editor.git
+        for name in files:
+            if ratchet is not None and name != SKILL_FILE:
+                try:
+                    files[name] = ratchet.committed_text(skill, ratchet.original, file=name)
+                except KeyError:  # not in the original commit: new since, so all of it is the run's
+                    files[name] = b""
+        files[SKILL_FILE] = saved.read_bytes()
+    return files
+
+
+def skill_diff(skill: str, before: dict[str, bytes], after: dict[str, bytes]) -> str:
+    """A unified diff of every file that differs, SKILL.md first; "(no change)" when none does."""
+    names = sorted(set(before) | set(after), key=lambda n: (n != SKILL_FILE, n))
+    return "".join("".join(difflib.unified_diff(before.get(n, b"").decode(errors="replace").splitlines(True),
+                                                after.get(n, b"").decode(errors="replace").splitlines(True),
+                                                f"{skill}/{n} (before)", f"{skill}/{n} (after)"))
+                   for n in names) or "(no change)\n"
 
 
 def _next_first_proposal(run: Run, rest: list[str]) -> ProposalAhead | None:
@@ -151,13 +173,14 @@ def _merge(first: SkillOutcome, extra: SkillOutcome) -> SkillOutcome:
                         first.kept + extra.kept, first.reverted + extra.reverted, ends_run=extra.ends_run)
 
 
-def _review_skill(run: Run, skill: str, before: bytes, outcome: SkillOutcome) -> SkillOutcome:
-    """🔴 the skill's result: a diff, each dimension before and after, every decision; a no restores the original.
-    The outcome as the person left it (restored, or ending the run when nobody answered)."""
-    after = run.workspace.skill_file(skill).read_bytes()
-    diff = "".join(difflib.unified_diff(before.decode().splitlines(True), after.decode().splitlines(True),
-                                        f"{skill}/SKILL.md (before)", f"{skill}/SKILL.md (after)")) or "(no change)\n"
-    base, best = run.ledger.of(skill, before.decode()).means(), run.incumbent(skill).means()
+def _review_skill(run: Run, skill: str, before: dict[str, bytes], outcome: SkillOutcome) -> SkillOutcome:
+    """🔴 the skill's result: a diff of every file its edits touched, each dimension before and after, every decision;
+    a no restores the original. The outcome as the person left it (restored, or ending the run when nobody
+    answered)."""
+    folder = run.workspace.skill_file(skill).parent
+    diff = skill_diff(skill, before, {name: (folder / name).read_bytes() for name in before if (folder / name).exists()}
+                      | {SKILL_FILE: (folder / SKILL_FILE).read_bytes()})
+    base, best = run.ledger.of(skill, before[SKILL_FILE].decode()).means(), run.incumbent(skill).means()
     deltas = "\n".join(f"| {d} {DIM_NAMES.get(d, '')} | {base.get(d, '—')} | {best.get(d, '—')} |"
                        for d in sorted(set(base) | set(best), key=_order))
     summary = (f"**{skill}**: {outcome.before} → {outcome.after} in {outcome.rounds} round(s), stop: {outcome.stop}\n\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -134,6 +135,17 @@ class Run:
         for line in self.backend.server_facts().get("fallbacks", ()):
             counts[line] = counts.get(line, 0) + 1
         return counts
+
+    def reference(self, skill: str, text: str) -> tuple[str, str]:
+        """What a re-measured baseline must share with an earlier one to count as the same text read again: SKILL.md
+        with the skill's files (one hash), and the models that judge it. A change of either is a new reference for
+        the drift check, not a shift."""
+        folder = self.workspace.skill_file(skill).parent
+        files = sources_digest(read_sources(folder, list_files(folder)))
+        key = hashlib.sha256(text.encode("utf-8") + b"\0" + files.encode()).hexdigest()[:12]
+        settings = self.backend.settings
+        models = f"{settings.judge_model}/{settings.target_model}" if settings is not None else "offline"
+        return key, models
 
     def incumbent(self, skill: str) -> Measured:
         """The kept text's samples so far (they accumulate across rounds: it is re-measured every round); a keep decision

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scoring.model import WEIGHTS
 from scoring.notes import fact_float, parse_note
@@ -107,12 +107,13 @@ def _assessment_gap(evidence: dict, expected: float, delta: float, target: str) 
 
 COLUMNS = ("skill", "run", "started", "dry_run_ratio", "revert_rate", "delta_mean", "flat_ratio", "mode_completeness",
            "rejected_hit_rate", "budget_use", "assessment_gap", "attempts", "keeps", "worse", "proposals", "hits",
-           "baseline", "sha", "shift")
+           "baseline", "sha", "models", "shift", "reference")
 
 
 def run_metrics(frame):
     """One row per (skill, run) with the eight metrics, the run's attempts and keeps, and ``shift``: its baseline
-    minus the skill's previous baseline when both measured the same text (``sha``), else NaN; ``frame`` is
+    minus the skill's previous baseline when both measured the same text — SKILL.md and its files (``sha``) — with the
+    same judging models (``models``), else NaN (a model change is a new reference, said in ``reference``); ``frame`` is
     results.tsv rows as pandas reads them."""
     import pandas as pd
 
@@ -120,13 +121,16 @@ def run_metrics(frame):
     for skill, group in frame.groupby("skill", sort=True):
         group = group.reset_index(drop=True)
         run_ids = (group["status"] == "baseline").cumsum()
-        previous: tuple[str, float] | None = None  # the last baseline's text and total
+        previous: tuple[str, str, float] | None = None  # the last baseline's text (with its files), models and total
         for run_id, run in group.groupby(run_ids):
             row = _one_run(skill, int(run_id), run)
             if row["sha"] and previous is not None and previous[0] == row["sha"]:
-                row["shift"] = row["baseline"] - previous[1]
+                if previous[1] == row["models"]:
+                    row["shift"] = row["baseline"] - previous[2]
+                else:  # the same text read by other models: a new reference, not a drift
+                    row["reference"] = f"the judging models changed ({previous[1] or '?'} → {row['models'] or '?'})"
             if row["sha"] and row["baseline"] == row["baseline"]:
-                previous = (row["sha"], row["baseline"])
+                previous = (row["sha"], row["models"], row["baseline"])
             rows.append(row)
     return pd.DataFrame(rows).sort_values(["started", "skill"]).reset_index(drop=True) if rows else pd.DataFrame(
         columns=list(COLUMNS))
@@ -160,7 +164,8 @@ def _one_run(skill: str, run_id: int, run) -> dict:
         "proposals": proposals, "hits": hits,
         "baseline": float(first["new_score"]) if is_baseline and first["new_score"] == first["new_score"] else math.nan,
         "sha": parse_note(str(first["note"]))[0].get("sha", "") if is_baseline else "",
-        "shift": math.nan,
+        "models": parse_note(str(first["note"]))[0].get("models", "") if is_baseline else "",
+        "shift": math.nan, "reference": "",
     }
 
 
@@ -240,8 +245,11 @@ def check_alerts(metrics) -> list[Alert]:
                               (history["hits"], history["proposals"]), "upper", "proposals keep repeating rejected edits",
                               run))
         if "shift" in metrics:
-            alerts.append(dynamic("score_shift", skill, current["shift"], list(history["shift"]), "both",
-                                  "the judges read the unchanged text differently: have they drifted?", run))
+            shift = dynamic("score_shift", skill, current["shift"], list(history["shift"]), "both",
+                            "the judges read the unchanged text differently: have they drifted?", run)
+            if current.get("reference"):
+                shift = replace(shift, message=f"score_shift: a new reference from this run: {current['reference']}")
+            alerts.append(shift)
         trend = [v for v in [*list(history["delta_mean"]), current["delta_mean"]] if v == v]
         if len(trend) >= MIN_POINTS:
             slope = float(np.polyfit(range(len(trend)), trend, 1)[0])

@@ -181,7 +181,8 @@ def _confirm_shift(ordered, counter: Escalation) -> Alert:
     earlier = ordered[ordered["started"] <= counter.reference]
     shifts = []
     for _, now in latest[latest["started"] > counter.last_fired].iterrows():
-        same = earlier[(earlier["skill"] == now["skill"]) & (earlier["sha"] == now["sha"]) & (now["sha"] != "")]
+        same = earlier[(earlier["skill"] == now["skill"]) & (earlier["sha"] == now["sha"]) & (now["sha"] != "")
+                       & (earlier["models"] == now["models"])]  # other models: a new reference, not the drift
         levels = [b for b in same["baseline"] if b == b]
         if levels and now["baseline"] == now["baseline"]:
             shifts.append(now["baseline"] - _mean(levels))

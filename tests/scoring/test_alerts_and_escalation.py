@@ -196,3 +196,19 @@ def test_freeze_needs_a_person_even_after_the_counter_recovers():
 def test_state_round_trips_through_the_profile():
     state, _ = run(Escalation(), "xxx..")
     assert Escalation.from_dict(state.to_dict()) == state
+
+
+def test_the_same_text_read_by_other_models_is_a_new_reference_not_a_shift():
+    """score_shift reads the judges' drift off an unchanged text; a model upgrade moves the reading too, so the same
+    SKILL.md and files read by other models start a new reference (said), and the next re-read is against that."""
+    def baseline(day: int, score: float, models: str) -> dict:
+        return {"timestamp": f"2026-12-0{day}T09:00:00+00:00", "skill": "alpha", "status": "baseline", "new_score": score,
+                "note": f"sha=abc123def456; models={models}; baseline", "eval_mode": "full_test", "mode": "full"}
+
+    frame = pd.DataFrame([baseline(1, 70.0, "j1/t1"), baseline(2, 71.0, "j1/t1"), baseline(3, 60.0, "j2/t1"),
+                          baseline(4, 60.5, "j2/t1")], columns=list(COLUMNS)).fillna({"delta": math.nan})
+    metrics = run_metrics(frame)
+    assert list(metrics["shift"].round(1).fillna(-99)) == [-99, 1.0, -99, 0.5]
+    assert metrics["reference"][2] == "the judging models changed (j1/t1 → j2/t1)"
+    shift = next(a for a in check_alerts(metrics.iloc[:3]) if a.name == "score_shift")
+    assert shift.message == "score_shift: a new reference from this run: the judging models changed (j1/t1 → j2/t1)"

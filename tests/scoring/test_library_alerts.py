@@ -26,7 +26,8 @@ def runs(outcomes: list[list[tuple[int, int, int]]], shifts: list[list[float]] |
         for skill, (attempts, kept, worse) in enumerate(skills):
             reading = shifts[run][skill] if shifts else math.nan
             rows.append({"skill": f"s{skill}", "started": stamp(run, skill), "attempts": attempts, "keeps": kept,
-                         "worse": worse, "sha": "same" if shifts else "", "baseline": 70 + reading if shifts else math.nan,
+                         "worse": worse, "sha": "same" if shifts else "", "models": "j/t",
+                         "baseline": 70 + reading if shifts else math.nan,
                          "shift": math.nan})
     frame = pd.DataFrame(rows)
     if shifts:  # what run_metrics derives: a baseline minus the skill's previous baseline of the same text

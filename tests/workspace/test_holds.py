@@ -61,13 +61,19 @@ def test_lift_ends_the_hold_and_the_counter_that_would_bring_it_back():
     assert lift(p, "nobody") == []
 
 
-def test_luban_lift_says_what_it_lifted_and_unfreeze_still_works(tmp_path: Path):
+def a_held_library(tmp_path: Path) -> tuple[Path, Path]:
+    """A skills folder and its workspace's profile, holding what ``held`` holds: (skills, profile path)."""
     skills = tmp_path / "skills"
     (skills / "gamma").mkdir(parents=True)
     (skills / "gamma" / "SKILL.md").write_text("---\nname: gamma\ndescription: d\n---\n")
     path = tmp_path / "luban-workspace" / "luban-profile.json"
     path.parent.mkdir()
     profile.save(path, held())
+    return skills, path
+
+
+def test_luban_lift_says_what_it_lifted_and_unfreeze_still_works(tmp_path: Path):
+    skills, path = a_held_library(tmp_path)
     result = CliRunner().invoke(app, ["lift", "gamma", "--skills-dir", str(skills)])
     assert result.exit_code == 0 and "lifted gamma: freeze" in result.output, result.output
     assert "gamma" not in profile.load(path).frozen and "revert_rate|gamma" not in profile.load(path).alert_counters
@@ -85,3 +91,22 @@ def test_an_old_profile_s_rounds_left_is_read_as_runs_left(tmp_path: Path):
     path = tmp_path / "luban-profile.json"
     path.write_text('{"frozen": {"a": {"reason": "r", "since": "t", "rounds_left": 5}}}')
     assert profile.load(path).frozen["a"].runs_left == 5
+
+
+def test_a_library_hold_lifted_for_one_skill_is_lifted_for_each_and_said():
+    """`luban lift pr-review` had left db-migration frozen by the same library-wide hold, with its counter reset."""
+    p = held()
+    p.paused["epsilon"] = profile.PausedSkill(reason="alert edit_outcomes (library) fired 3 times", since=TS)
+    said = lift(p, "alpha")
+    assert "epsilon" not in p.paused and "gamma" in p.frozen  # gamma's own freeze is not the library's
+    assert "epsilon: pause (alert edit_outcomes (library) fired 3 times) — the library's hold, lifted with alpha's" in said
+
+
+def test_lift_all_lifts_every_hold_and_says_each(tmp_path: Path):
+    skills, path = a_held_library(tmp_path)
+    result = CliRunner().invoke(app, ["lift", "--all", "--skills-dir", str(skills)])
+    assert result.exit_code == 0, result.output
+    for line in ("alpha: pause", "beta: freeze", "gamma: freeze", "delta: edit budget back to 10%"):
+        assert f"lifted {line}" in result.output, result.output
+    after = profile.load(path)
+    assert not after.frozen and not after.paused and not after.skill_edit_budget and not after.oscillation_guard

@@ -7,6 +7,7 @@ import multiprocessing
 import os
 import subprocess
 import sys
+import zipfile
 from datetime import datetime
 from pathlib import Path
 
@@ -324,14 +325,23 @@ def test_backups_beyond_the_last_runs_are_pruned_in_time_order_never_the_current
     from datetime import datetime
 
     from workspace.layout import Workspace, new_stamped_dir
-    from workspace.manifest import prune_runs
+    from workspace.manifest import audit_archive, prune_runs
 
     ws = Workspace.open(tmp_path / "skills", "full")
     minute = datetime(2026, 12, 2, 15, 4)
     runs = [new_stamped_dir(ws.backups(), minute) for _ in range(11)]  # -10 and -11 come after -9, not after -1
     (ws.backups_archive("alpha") / runs[0].name).mkdir(parents=True)
+    (runs[0] / "version_manifest.json").write_text('{"approvals": [{"checkpoint": "skill-alpha", "approved": true}]}')
+    (runs[0] / "alpha").mkdir()
+    (runs[0] / "alpha" / "baseline.md").write_text("# Alpha as the run found it\n")
+    (runs[0] / "alpha" / "round2-modified.md").write_text("# a round's version: git has it, or nothing needs it\n")
     gone = prune_runs(ws, runs[-1], keep=3)
     assert [p.rsplit("/", 1)[1] for p in gone] == [r.name for r in runs[:8]]
+    with zipfile.ZipFile(audit_archive(ws, runs[0].name)) as kept:  # the audit trail outlives the backups
+        assert sorted(kept.namelist()) == ["alpha/baseline.md", "version_manifest.json"]
+        assert kept.read("alpha/baseline.md") == b"# Alpha as the run found it\n"
+        assert b'"skill-alpha"' in kept.read("version_manifest.json")
+    assert not audit_archive(ws, runs[1].name).exists()  # a run that left nothing to keep leaves no archive
     assert sorted(p.name for p in ws.backups().iterdir()) == sorted(r.name for r in runs[8:])
     assert not (ws.backups_archive("alpha") / runs[0].name).exists()
     assert prune_runs(ws, runs[0], keep=1) == [str(runs[8]), str(runs[9])]  # the current one stays, whatever its age

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import git
 import pytest
+from prefect.artifacts import Artifact
 
 from flows.optimize import optimize_skills
 from judges.backend import ProposalRequest
@@ -108,6 +109,9 @@ def test_an_edit_of_a_referenced_file_is_measured_with_it_kept_and_committed_alo
     shown = [c for c in judged if re.search(rf'path="{REFERENCE}">[^<]*{re.escape(HELPFUL)}', c)]
     assert shown and len(shown) < len(judged)  # the candidate's judges read the edited file, the incumbent's did not
     assert "references/api.md" in Path(result["report"]).read_text(encoding="utf-8")
+    checkpoint = Artifact.get("skill-orders")  # the 🔴 summary a person answers shows the file the edit touched
+    assert checkpoint is not None and "orders/references/api.md (after)" in str(checkpoint.data)
+    assert f"+{HELPFUL}" in str(checkpoint.data) and "(no change)" not in str(checkpoint.data)
 
 
 def test_a_rejected_edit_of_a_referenced_file_rolls_that_file_back_and_is_remembered_with_it(tmp_path: Path,
