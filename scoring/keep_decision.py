@@ -101,7 +101,7 @@ def evidence(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise
         upper = delta + quantile(veto_alpha, known.df) * se
         status = (DimStatus.LOSS if upper < -1e-9 else DimStatus.GAIN if lower > 1e-9
                   else DimStatus.EVEN if se == 0 and abs(delta) <= 1e-9 else DimStatus.WITHIN)
-        few = se > 0 and min(n) < policy.min_readings  # one draw a side decides nothing, however known the noise
+        few = _too_few(se, n, policy)
         if few and status in (DimStatus.GAIN, DimStatus.LOSS):
             status = DimStatus.WITHIN
         out.append(DimEvidence(dim, n, delta, status, se, lower, upper, known.sd, known.df, few=few))
@@ -129,9 +129,11 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     compared = [e.dim for e in rows if e.status is not DimStatus.UNMEASURED]
     total_delta = round1(candidate.total(compared) - incumbent.total(compared)) if compared else None
     risen = bool(compared) and round1(candidate.total(compared)) > round1(incumbent.total(compared))
-    call = _verdict(rows, risen, target, noise, look, policy)
-    if call.verdict is Verdict.REVERT and vetoes and (d8 := next((e for e in rows if e.dim == "dim8"), None)) and d8.via == "veto":
-        call = replace(call, reason=f"{call.reason}: {vetoes[0].removeprefix('candidate: veto: ')}")
+    if any(e.via == "veto" for e in rows):  # a veto over the candidate's readings decides before any other loss
+        call = _Call(Verdict.REVERT, "dim8 vetoed over the candidate's readings, not the kept text's: "
+                                     + vetoes[0].removeprefix("candidate: veto: "), "dim8")
+    else:
+        call = _verdict(rows, risen, target, noise, look, policy)
     if call.verdict in (Verdict.KEEP, Verdict.REVERT) and look < min_looks and not _settled(rows):
         call = _Call(Verdict.MORE, f"{call.reason}; held back: the judges disagreed, so the evidence grows first",
                      need=frozenset(e.dim for e in rows if e.se))
@@ -141,6 +143,11 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
     rule_only = any(e.status is DimStatus.GAIN and e.se is None for e in rows) and not any(
         e.status is DimStatus.GAIN and e.se is not None for e in rows)
     return Decision(call.verdict, call.reason, look, rows, total_delta, call.basis, need, target, rule_only, vetoes)
+
+
+def _too_few(se: float, n: tuple[int, int], policy: KeepPolicy) -> bool:
+    """Noisy, with fewer than ``min_readings`` a side: one draw a side decides nothing, however known the noise."""
+    return se > 0 and min(n) < policy.min_readings
 
 
 def _vetoed(rows: tuple[DimEvidence, ...], incumbent: Measured, candidate: Measured
@@ -189,7 +196,7 @@ def _part(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise], 
         return None
     delta = (candidate.mean(part) or 0.0) - (incumbent.mean(part) or 0.0)
     se = known.sd * math.sqrt(1 / n[0] + 1 / n[1])
-    if se > 0 and min(n) < policy.min_readings:
+    if _too_few(se, n, policy):
         return None
     return delta - quantile(gain_alpha, known.df) * se, delta + quantile(veto_alpha, known.df) * se
 
@@ -216,13 +223,10 @@ def _verdict(rows: tuple[DimEvidence, ...], risen: bool, target: str | None, noi
     """The rule of the module docstring, step by step; ``need`` names what could still change the answer."""
     losses = [e for e in rows if e.status is DimStatus.LOSS]
     if losses:
-        vetoed = next((e for e in losses if e.via == "veto"), None)
-        if vetoed is not None:
-            return _Call(Verdict.REVERT, "dim8 vetoed over the candidate's readings, not the kept text's", "dim8")
         worst = min(losses, key=lambda e: _weighted(e, e.delta))
         return _Call(Verdict.REVERT, f"{worst.dim} is worse beyond its noise ({worst.delta:+.2f})", worst.dim)
     call = _verdict_without_losses(rows, risen, target, noise, look, policy)
-    thin = frozenset(e.dim for e in rows if e.few and e.upper is not None and e.upper < -1e-9)
+    thin = frozenset(e.dim for e in rows if e.falling_on_few)
     if call.verdict is Verdict.KEEP and thin:
         return _Call(Verdict.MORE, f"{call.reason}; held back: {', '.join(sorted(thin))} fell by more than its noise "
                                    "on too few readings to decide", need=thin)
@@ -324,7 +328,7 @@ def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, p
     evidence8 = decision.of("dim8")
     unknown = evidence8 is None or evidence8.status in (DimStatus.UNKNOWN, DimStatus.UNMEASURED)
     # ... or where it fell beyond its noise on one reading a side: the loss it may be needs a second reading to decide
-    falling = evidence8 is not None and evidence8.few and evidence8.upper is not None and evidence8.upper < -1e-9
+    falling = evidence8 is not None and evidence8.falling_on_few
     dim8 = "dim8" in decision.need and (unknown or falling or decision.target == "dim8" or decision.rule_only)
     most = policy.max_dim8_target if decision.target == "dim8" else policy.max_dim8
     cap = max(most, candidate.n("dim8") + 1) if unknown else most

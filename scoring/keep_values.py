@@ -87,6 +87,11 @@ class DimEvidence:
     via: str | None = None  # a gain read through one of the dimension's parts (dim8's Accuracy), or a loss by veto
     few: bool = False  # noisy, with fewer than the policy's min_readings a side: its bounds cannot decide yet
 
+    @property
+    def falling_on_few(self) -> bool:
+        """It fell beyond its noise, but on too few readings to decide: a keep waits for another reading of it."""
+        return self.few and self.upper is not None and self.upper < -1e-9
+
     def to_json(self) -> dict:
         out: dict = {"n": list(self.n), "delta": _r(self.delta), "status": self.status.value}
         if self.via:

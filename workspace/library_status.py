@@ -15,6 +15,7 @@ from pathlib import Path
 from workspace import profile as profile_store
 from workspace.git_repository import BRANCH_PREFIX, GitStateError, open_repository
 from workspace.layout import Workspace
+from workspace.manifest import run_order
 from workspace.results_tsv import ResultRow, ResultsFile, Status, routing_rows
 
 RECENT_RUNS = 5
@@ -114,7 +115,7 @@ def routing_status(workspace: Workspace, skill: str, recall: dict[str, float], r
 def newest_recall(workspace: Workspace) -> tuple[dict[str, float], str | None]:
     """Each skill's recall in the newest routing run that routed (the worst-routing model's), and that run's folder."""
     runs = workspace.root / "routing" / "runs"
-    for folder in sorted((p for p in runs.iterdir() if p.is_dir()), key=lambda p: p.name, reverse=True) if runs.is_dir() else ():
+    for folder in sorted((p for p in runs.iterdir() if p.is_dir()), key=run_order, reverse=True) if runs.is_dir() else ():
         try:
             doc = json.loads((folder / "route.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):

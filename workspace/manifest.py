@@ -154,7 +154,7 @@ def rotate_backups(workspace: Workspace, run_dir: Path, skill: str) -> list[str]
     return moved
 
 
-def _run_order(folder: Path) -> tuple[str, int]:
+def run_order(folder: Path) -> tuple[str, int]:
     """A run folder's place in time: its stamp, then its same-minute suffix as a number (``-10`` after ``-9``)."""
     stamp, suffix = folder.name[:13], folder.name[14:]  # YYYYMMDD-HHMM, then -N for the N-th run of that minute
     return stamp, int(suffix) if suffix.isdigit() else 1
@@ -168,7 +168,7 @@ def prune_evaluations(workspace: Workspace, current: Path, keep: int) -> list[st
 
 def prune_stamped(parent: Path, current: Path, keep: int) -> list[str]:
     """Delete all but the newest ``keep`` stamped folders under ``parent`` (never ``current``); the paths deleted."""
-    folders = sorted((p for p in parent.iterdir() if p.is_dir()), key=_run_order) if parent.is_dir() else []
+    folders = sorted((p for p in parent.iterdir() if p.is_dir()), key=run_order) if parent.is_dir() else []
     doomed = [f for f in folders[:-keep] if f.resolve() != current.resolve()] if keep > 0 else []
     for folder in doomed:
         shutil.rmtree(folder)
@@ -201,7 +201,7 @@ def prune_runs(workspace: Workspace, current: Path, keep: int) -> list[str]:
     the paths deleted. Each run's audit trail — its manifest with the approvals, and each skill's original text —
     is kept first in ``audit/<run>.zip`` (``audit_archive``): the records (results.tsv, rejected edits, the git
     history) cite them for as long as they last, and in quick mode, which has no git, the original is nowhere else."""
-    folders = sorted((p for p in workspace.backups().iterdir() if p.is_dir()), key=_run_order) \
+    folders = sorted((p for p in workspace.backups().iterdir() if p.is_dir()), key=run_order) \
         if workspace.backups().is_dir() else []
     doomed = [f for f in folders[:-keep] if f.resolve() != current.resolve()] if keep > 0 else []
     for folder in doomed:
