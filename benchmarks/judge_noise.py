@@ -111,8 +111,8 @@ def one_batch(model: str, sigma: float, seed: int, skills: int, rounds: int, kin
             if truth is not None:
                 decisions.append(truth | {"kept": row.status == "keep", "calls": getattr(row, "llm_calls", None),
                                           "one_reading": one_reading(row.evidence), "look_one": look_one(row.evidence)})
-                if truth["kind"] == "harmful" and row.status == "keep":  # the evidence behind it, to read
-                    print(f"   harmful kept: {name} round {row.round} ({truth['dim']}, true Δ {truth['delta']:+.2f}): "
+                if truth["delta"] <= 0 and row.status == "keep":  # a false keep: the evidence behind it, to read
+                    print(f"   {truth['kind']} kept: {name} round {row.round} ({truth['dim']}, true Δ {truth['delta']:+.2f}): "
                           f"{json.dumps(row.evidence)}", file=sys.stderr)
     print("   calls by kind:", seen["kinds"], file=sys.stderr)
     return decisions, {"calls": seen["calls"]}

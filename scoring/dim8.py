@@ -140,6 +140,12 @@ def text_veto(accuracy: Sequence[float], baseline: Sequence[float], compliance: 
     return Veto(tuple(reasons), len(accuracy))
 
 
+def accuracy_gap(accuracy: Sequence[float], baseline: Sequence[float]) -> float | None:
+    """mean(Accuracy) − mean(baseline Accuracy) over a text's readings: where it sits against the veto's line, before
+    any noise is weighed (None without a reading of both)."""
+    return _mean(accuracy) - _mean(baseline) if accuracy and baseline else None
+
+
 def needs_full_test(eval_modes: list[str]) -> bool:
     """Counter-example #6: over 30 % of a full run's dim8 scores are dry runs → run one full test."""
     if not eval_modes:

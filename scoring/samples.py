@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from scoring.dim8 import Veto, text_veto
+from scoring.dim8 import Veto, accuracy_gap, text_veto
 from scoring.formula import round1
 from scoring.model import WEIGHTS, DimensionScore
 from scoring.noise import Noise, pooled, quantile
@@ -83,6 +83,10 @@ class Measured:
         if "dim8" in self.exact:
             return Veto()
         return text_veto(self.samples("dim8.accuracy"), self.samples(BASELINE), self.samples("dim8.compliance"))
+
+    def accuracy_gap(self) -> float | None:
+        """The mean of its judged readings' Accuracy − the baseline's (None for an exact dim8: its veto is its own)."""
+        return None if "dim8" in self.exact else accuracy_gap(self.samples("dim8.accuracy"), self.samples(BASELINE))
 
     def value(self, dim: str) -> float | None:
         """The text's score on ``dim``: the mean of its samples, and for dim8 0 when the text's veto holds."""

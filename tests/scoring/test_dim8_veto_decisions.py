@@ -95,6 +95,9 @@ def test_no_keep_or_revert_rests_on_one_reading_of_a_noisy_dimension(seed, sigma
     for decision, candidate, incumbent, _effect in decisions(seed, sigma, 40):
         if decision.verdict not in (Verdict.KEEP, Verdict.REVERT) or decision.basis is None:
             continue
+        if decision.verdict is Verdict.KEEP:  # never kept while reading nearer the veto's line than the kept text
+            gap, kept = candidate.accuracy_gap(), incumbent.accuracy_gap()
+            assert gap is None or gap >= 0 or (kept is not None and kept <= gap), (decision.reason, gap, kept)
         basis = decision.of(decision.basis)
         assert basis is not None
         if basis.se:  # a noisy dimension decided: never on one reading a side
@@ -129,3 +132,37 @@ def test_a_thin_loss_holds_a_keep_back_until_a_second_reading():
     again = decide(incumbent.plus(Measured.of({"dim8": [7.9]})), candidate.plus(Measured.of({"dim8": [6.4]})),
                    pooled_noise([incumbent, candidate, other]), "dim3", 2)
     assert again.verdict is Verdict.REVERT and again.basis == "dim8"
+
+
+def near_the_line(candidate_accuracy: list[float]) -> tuple[Measured, Measured, dict]:
+    """A clear gain on dim3; the kept text's Accuracy a point over the baseline's, the candidate's as given."""
+    exact = {d: [v] for d, v in EXACT.items()}
+    incumbent = Measured.of({"dim3": [5.0, 5.2, 4.8, 5.1, 4.9, 5.0], "dim8": [8.0, 8.1], "dim8.accuracy": [7.0, 7.2],
+                             "dim8.baseline": [6.0, 6.2]} | exact, set(EXACT))
+    candidate = Measured.of({"dim3": [8.0, 8.2, 7.8, 8.1, 7.9, 8.0], "dim8": [8.0] * len(candidate_accuracy),
+                             "dim8.accuracy": candidate_accuracy, "dim8.baseline": [6.2, 5.9, 6.1, 6.0][:len(candidate_accuracy)]}
+                            | exact, set(EXACT))
+    other = Measured.of({"dim3": [6.0, 6.4, 5.6], "dim8": [6.0, 6.1, 5.9, 6.0, 6.2, 5.8, 6.0, 6.1]})
+    return incumbent, candidate, pooled_noise([incumbent, candidate, other])
+
+
+def test_a_keep_under_the_vetos_line_waits_for_dim8_and_is_not_kept_there_at_the_cap():
+    """The candidate's Accuracy reads under the baseline's on its mean (not beyond its noise: no veto), the kept
+    text's over it: the gain on dim3 is not kept until dim8 reads the candidate clear of the line."""
+    incumbent, candidate, noise = near_the_line([5.8, 6.0])
+    assert not candidate.veto().holds and candidate.accuracy_gap() < 0 < incumbent.accuracy_gap()
+    decision = decide(incumbent, candidate, noise, "dim3")
+    assert decision.verdict is Verdict.MORE and "under the veto's line" in decision.reason and decision.need == {"dim8"}
+    plan = next_samples(decision, incumbent, candidate)
+    assert plan.candidate_dim8 and not plan.candidate_judges
+    at_the_cap = decide(incumbent, candidate, noise, "dim3", KeepPolicy().max_looks)
+    assert at_the_cap.verdict is Verdict.INCONCLUSIVE and "under the veto's line" in at_the_cap.reason
+    clear = near_the_line([5.8, 6.0, 6.9, 7.0])[1]  # read twice more, now over the line on its mean
+    assert decide(incumbent, clear, noise, "dim3", 2).verdict is Verdict.KEEP
+
+
+def test_a_candidate_no_nearer_the_line_than_the_kept_text_is_kept():
+    incumbent, candidate, noise = near_the_line([5.8, 6.0])
+    lower = Measured.of(dict(incumbent.values) | {"dim8.accuracy": (5.5, 5.7)}, incumbent.exact)
+    assert lower.accuracy_gap() < candidate.accuracy_gap() < 0
+    assert decide(lower, candidate, noise, "dim3").verdict is Verdict.KEEP
