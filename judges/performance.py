@@ -88,6 +88,8 @@ class PairResult:
     assertions: tuple[AssertionGrade, ...] = ()  # the author's assertions, graded on both answers
     seconds_with: float | None = None
     seconds_baseline: float | None = None
+    answer_with: str = ""  # the answers the grader read, as it read them: kept for the eval records' outputs/
+    answer_baseline: str = ""
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,8 @@ def measure_pair(client: LLMClient, settings: Settings, cache: BaselineCache, sk
         return PairResult(prompt.id, unscored_reason=f"prompt {prompt.id}: target model failed ({err.kind}): {err}",
                           unscored_kind=Unscored.NO_REPLY)
     ran = PairResult(prompt.id, answers_cut=int(with_reply.truncated) + int(base.cut), files_read=with_reply.files_read,
-                     access=with_reply.access, seconds_with=with_reply.seconds, seconds_baseline=base.seconds)
+                     access=with_reply.access, seconds_with=with_reply.seconds, seconds_baseline=base.seconds,
+                     answer_with=with_reply.text, answer_baseline=base.output)
     raw = ""
     for _attempt in (1, 2):
         nonce = secrets.token_hex(8)

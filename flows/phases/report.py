@@ -102,10 +102,10 @@ def _eval_records(run: Run) -> None:
         pairs = card.measurement.pairs if card is not None and card.measurement is not None else ()
         if not pairs:
             continue
-        gradings = {str(p.prompt_id): {c: eval_records.grading(p, c) for c in (eval_records.WITH, eval_records.WITHOUT)}
-                    for p in pairs}
-        write_eval_outputs(run.run_dir / skill / "evals", gradings, eval_records.benchmark(
-            skill, pairs, settings.target_model if settings else "offline", run.started.isoformat()))
+        benchmark = eval_records.benchmark(skill, pairs, settings.target_model if settings else "offline",
+                                           run.started.isoformat())
+        prompts = {str(p.id): p for p in run.prompts(skill)}
+        write_eval_outputs(run.run_dir / skill / "evals", eval_records.eval_files(pairs, prompts, benchmark))
         for note in eval_records.undiscriminating(pairs):
             run.effects.notice(f"{skill}: {note}")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from flows.optimize import evaluate_skills
 from tests.support.openai_server import Scripted, ScriptedOpenAI, completion
 from tests.support.scripted_llm import LubanResponder, kind_of, messages_json
+from tests.support.skill_creator_tools import aggregate, check_shapes, viewer_runs
 
 SKILL = """---
 name: orders
@@ -62,7 +63,8 @@ class Reader(LubanResponder):
                       "rationale": "scripted", "assertions": entries})
 
 
-def test_references_read_through_the_tool_and_the_authors_evals_graded_and_written(example_skills: Path, monkeypatch):
+def test_references_read_through_the_tool_and_the_authors_evals_graded_and_written(example_skills: Path, monkeypatch,
+                                                                                     tmp_path: Path):
     skill = example_skills / "orders"
     (skill / "references").mkdir(parents=True)
     (skill / "evals" / "files").mkdir(parents=True)
@@ -101,8 +103,20 @@ def test_references_read_through_the_tool_and_the_authors_evals_graded_and_writt
     assert summary["with_skill"]["pass_rate"]["mean"] > summary["without_skill"]["pass_rate"]["mean"]
     assert summary["delta"]["pass_rate"].startswith("+")
     measured = [str(i) for i in benchmark["metadata"]["evals_run"]]
-    grading = json.loads((run_dir / "orders" / "evals" / f"eval-{measured[0]}" / "with_skill" / "grading.json").read_text())
-    assert grading["expectations"][0]["evidence"] and grading["execution_metrics"]["files_read"] == ["references/api.md"]
+    evals = run_dir / "orders" / "evals"
+    grading = json.loads((evals / f"eval-{measured[0]}" / "with_skill" / "run-1" / "grading.json").read_text())
+    assert grading["expectations"][0]["evidence"] and grading["luban"]["files_read"] == ["references/api.md"]
+    # skill-creator's own tools open what the flow wrote: its aggregator finds the same runs and pass rates, its
+    # viewer lists each run with the answer the grader read
+    assert check_shapes(evals) >= 1 + 2 * 3
+    theirs = aggregate(evals, tmp_path / "aggregated" / "benchmark.json")
+    assert sorted((r["eval_id"], r["configuration"], r["result"]["pass_rate"]) for r in theirs["runs"]) == sorted(
+        (r["eval_id"], r["configuration"], r["result"]["pass_rate"]) for r in benchmark["runs"])
+    assert theirs["run_summary"]["delta"]["pass_rate"] == summary["delta"]["pass_rate"]
+    listed = viewer_runs(evals, tmp_path / "review.html")
+    assert len(listed) == 2 * len(measured) and all(r["grading"] and r["outputs"] for r in listed)
+    written = {c["id"]: c["prompt"] for c in EVALS["evals"]}
+    assert all(r["prompt"] == written[r["eval_id"]] for r in listed)  # each case's request, as its author wrote it
     report = Path(result["report"]).read_text(encoding="utf-8")
     second = {c["id"]: (c.get("assertions") or c.get("expectations"))[1] for c in EVALS["evals"]}
     assert f"orders: case {measured[0]}: assertion {second[int(measured[0])]!r} passes with and without the skill " \
