@@ -43,6 +43,7 @@ from shared import rate
 from scoring.dim8 import SubScores, dim8_score
 from scoring.keep_decision import JUDGE_DIMS, KeepPolicy, Measured, Verdict, decide, next_samples, pooled_noise
 from scoring.model import WEIGHTS
+from scoring.samples import BASELINE
 
 EXACT = {"dim1": 10.0, "dim4": 5.0, "dim7": 8.0, "dim9": 7.0, "dim10": 10.0}
 PROMPTS = 3
@@ -55,16 +56,17 @@ class Text:
 
     quality: tuple[tuple[str, float], ...]
     bias: float = 0.0
+    baseline: float = 5.0  # the bare model's true Accuracy on the text's requests (--near: within a point below)
 
     def q(self, name: str) -> float:
         return dict(self.quality)[name]
 
     def moved(self, name: str, by: float) -> Text:
-        return Text(tuple((k, v + by if k == name else v) for k, v in self.quality), self.bias)
+        return Text(tuple((k, v + by if k == name else v) for k, v in self.quality), self.bias, self.baseline)
 
     def true_total(self) -> float:
-        sub = SubScores(min(10, max(0, self.q("accuracy"))), 9.5, 9.3, 5.0)
-        dim8 = dim8_score(sub, "full_test", 1).score or 0.0
+        sub = SubScores(min(10, max(0, self.q("accuracy"))), 9.5, 9.3, self.baseline)
+        dim8 = dim8_score(sub, "full_test", 0).score or 0.0  # the truth is exact: its veto holds as it is
         judged = sum(WEIGHTS[d] * self.q(d) for d in JUDGE_DIMS)
         return (judged + WEIGHTS["dim8"] * dim8 + sum(WEIGHTS[d] * v for d, v in EXACT.items())) / 10
 
@@ -119,11 +121,12 @@ class Judge:
         def read(value: float, what: str) -> float:
             return min(10, max(0, value + self._offset(text, v, what) + self._e()))
 
-        grades = [(read(text.q("accuracy") + text.bias, f"accuracy{p}"), read(5, f"baseline{p}"), read(9.5, f"safety{p}"),
+        grades = [(read(text.q("accuracy") + text.bias, f"accuracy{p}"), read(text.baseline, f"baseline{p}"), read(9.5, f"safety{p}"),
                    read(9.3, f"compliance{p}")) for p in range(PROMPTS)]
         sub = SubScores(sum(g[0] for g in grades) / PROMPTS, min(g[2] for g in grades), sum(g[3] for g in grades) / PROMPTS,
                         sum(g[1] for g in grades) / PROMPTS)
-        self.parts = {"dim8.accuracy": sub.accuracy, "dim8.safety": sub.safety, "dim8.compliance": sub.compliance}
+        self.parts = {"dim8.accuracy": sub.accuracy, "dim8.safety": sub.safety, "dim8.compliance": sub.compliance,
+                      BASELINE: sub.baseline_accuracy or 0.0}
         return dim8_score(sub, "full_test", 1).score or 0.0
 
 
@@ -140,21 +143,23 @@ def measure(judge: Judge, text: Text, judges: int, dim8: bool, exact: bool = Fal
     return Measured.of(values, EXACT if exact else ())
 
 
-def random_text(rng: random.Random, sigma: float, noise: str) -> Text:
+def random_text(rng: random.Random, sigma: float, noise: str, near: bool = False) -> Text:
     quality = (*tuple((d, rng.uniform(4, 8)) for d in JUDGE_DIMS), ("accuracy", rng.uniform(6, 8.5)))
-    return Text(quality, rng.gauss(0, sigma / 2) if noise == "text-bias" else 0.0)
+    baseline = quality[-1][1] - rng.uniform(0, 1) if near else 5.0
+    return Text(quality, rng.gauss(0, sigma / 2) if noise == "text-bias" else 0.0, baseline)
 
 
 def one_decision(rng: random.Random, sigma: float, noise: str, kind: str, policy: KeepPolicy, pool_texts: int,
-                 misdeclared: bool, whole: bool = False, variants: bool = True) -> tuple[str, bool, bool, int, str]:
+                 misdeclared: bool, whole: bool = False, variants: bool = True, near: bool = False
+                 ) -> tuple[str, bool, bool, int, str]:
     judge = Judge(sigma, noise, rng, whole, variants)
-    incumbent_text = random_text(rng, sigma, noise)
+    incumbent_text = random_text(rng, sigma, noise, near)
     effect = rng.choice(EFFECT_DIMS)
     candidate_text = incumbent_text if kind == "neutral" else incumbent_text.moved(effect, 1.0 if kind != "harmful" else -1.0)
     if kind == "trade":  # +1 on the target, −1.5 on another judged dimension: worse in total when that one weighs as much
         candidate_text = candidate_text.moved(rng.choice([d for d in JUDGE_DIMS if d != effect]), -1.5)
     if noise == "text-bias":
-        candidate_text = Text(candidate_text.quality, rng.gauss(0, sigma / 2))
+        candidate_text = Text(candidate_text.quality, rng.gauss(0, sigma / 2), candidate_text.baseline)
     target = "dim8" if effect == "accuracy" else effect
     if misdeclared:
         target = rng.choice([d for d in (*JUDGE_DIMS, "dim8") if d != target])
@@ -194,6 +199,8 @@ def main() -> None:
     options.add_argument("--sigmas", default="0,0.5,1,2")
     options.add_argument("--pool", type=int, default=3, help="other skills' baselines in the noise pool")
     options.add_argument("--misdeclared", action="store_true", help="the edit's declared target is not the dimension it moves")
+    options.add_argument("--near", action="store_true",
+                         help="the baseline's Accuracy within a point below each text's (vetoes common, as judge_noise.py --world near)")
     args = options.parse_args()
     policy = KeepPolicy()
     print(f"noise {args.noise}{' in whole points' if args.whole else ''}, seed {args.seed}, {args.decisions} decisions "
@@ -204,7 +211,7 @@ def main() -> None:
     for sigma in (float(s) for s in args.sigmas.split(",")):
         rng = random.Random(f"{args.seed}-{sigma}")
         outcomes = [one_decision(rng, sigma, args.noise, kinds[i % len(kinds)], policy, args.pool,
-                                 args.misdeclared, args.whole, not args.same_text) for i in range(args.decisions)]
+                                 args.misdeclared, args.whole, not args.same_text, args.near) for i in range(args.decisions)]
         false_n = [o for o in outcomes if not o[1]]
         true_n = [o for o in outcomes if o[1]]
         harmful_kept = sum(o[2] for o in outcomes if o[0] == "harmful")

@@ -38,6 +38,21 @@ def server_process(serve: Callable[..., None], *args: Any) -> Iterator[tuple[str
         process.join(10)
 
 
+def per_event(events: int, out_of: int, unit: str = "skill-runs", event: str = "false pause") -> str:
+    """'432 skill-runs per false pause at least (none seen; ≥ 113 at 95 %)': how many runs one event takes, from the
+    event rate's 95 % Wilson interval (its upper end gives the fewest runs per event the data allow)."""
+    if not out_of:
+        return f"— (no {unit})"
+    from scipy.stats import binomtest
+
+    interval = binomtest(events, out_of).proportion_ci(confidence_level=0.95, method="wilson")
+    fewest = 1 / interval.high
+    if not events:
+        return f"{unit} per {event}: none seen in {out_of}; ≥ {fewest:.0f} at 95 %"
+    most = f"{1 / interval.low:.0f}" if interval.low > 0 else "∞"
+    return f"{unit} per {event}: {out_of / events:.0f} [{fewest:.0f}, {most}] ({events} in {out_of})"
+
+
 def rate(kept: int, out_of: int) -> str:
     """'12.5 % [7.1, 20.9] (12/96)': the rate with its 95 % Wilson interval and the counts behind it."""
     if not out_of:

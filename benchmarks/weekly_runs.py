@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(1, str(ROOT))
 
-from shared import harness_environment, rate  # noqa: E402 - after the sys.path set-up above
+from shared import harness_environment, per_event, rate  # noqa: E402 - after the sys.path set-up above
 
 from tests.support.library_weeks import LLM, Week, World, describe, run_weeks, write_library  # noqa: E402 - as above
 
@@ -104,6 +104,7 @@ def main() -> None:
             print(f"{kind:<6} skill-weeks paused or frozen before any change {rate(false_escalations, quiet_weeks)}; at the end frozen "
                   f"{frozen}, paused {paused}, guards {guards}, run branches left {branches}; kept {kept / total_weeks:.2f} "
                   f"edits a week", flush=True)
+            print(f"       {per_event(false_escalations, quiet_weeks)} (goal: ≥ 200)", flush=True)
             if changed:
                 print(f"       skills alerted within 3 runs of the change {rate(detected, changed)}; paused by it "
                       f"{rate(paused_by_change, changed)}", flush=True)

@@ -134,7 +134,7 @@ def decide(incumbent: Measured, candidate: Measured, noise: Mapping[str, Noise],
                                      + vetoes[0].removeprefix("candidate: veto: "), "dim8")
     else:
         call = _verdict(rows, risen, target, noise, look, policy)
-    near = _nearer_the_veto(incumbent, candidate) if call.verdict is Verdict.KEEP else None
+    near = _nearer_the_veto(incumbent, candidate, policy) if call.verdict is Verdict.KEEP else None
     if near:
         call = _Call(Verdict.MORE, f"{call.reason}; held back: {near}", need=frozenset({"dim8"}))
     if call.verdict in (Verdict.KEEP, Verdict.REVERT) and look < min_looks and not _settled(rows):
@@ -166,14 +166,15 @@ def _vetoed(rows: tuple[DimEvidence, ...], incumbent: Measured, candidate: Measu
     return (*rows[:at], lost, *rows[at + 1:]), vetoes
 
 
-def _nearer_the_veto(incumbent: Measured, candidate: Measured) -> str | None:
+def _nearer_the_veto(incumbent: Measured, candidate: Measured, policy: KeepPolicy) -> str | None:
     """Why a keep must wait for dim8, or None: the candidate's Accuracy reads below the baseline's on the mean of its
-    readings, and further below than the kept text's. Over the veto's line a text's true dim8 is 0, yet its unvetoed
-    readings move by only 0.44 a point of Accuracy, and its own veto needs many readings to be shown: a keep there
-    could be the rubric's largest loss. So dim8 is read again (up to ``max_dim8_target``); a candidate still under
-    the line at the cap is not kept (inconclusive: reverted). Never a verdict on one reading: it only holds back."""
+    readings, and below the kept text's by ``min_effect`` or more (less is no change an edit is kept for, and a
+    neutral candidate reads below the kept text half the time). Over the veto's line a text's true dim8 is 0, yet its
+    unvetoed readings move by only 0.44 a point of Accuracy, and its own veto needs many readings to be shown: a keep
+    there could be the rubric's largest loss. So dim8 is read again (up to ``max_dim8_target``); a candidate still
+    under the line at the cap is not kept (inconclusive: reverted). Never a verdict on one reading: only a hold."""
     mine, theirs = candidate.accuracy_gap(), incumbent.accuracy_gap()
-    if mine is None or mine >= 0 or (theirs is not None and theirs <= mine):
+    if mine is None or mine >= 0 or (theirs is not None and theirs - policy.min_effect < mine):
         return None
     kept = f", the kept text's {theirs:+.2f}" if theirs is not None else ""
     return (f"the candidate's Accuracy reads {mine:+.2f} against the baseline's over {candidate.n('dim8.accuracy')} "
@@ -348,7 +349,7 @@ def next_samples(decision: Decision, incumbent: Measured, candidate: Measured, p
     # ... or where it fell beyond its noise on one reading a side: the loss it may be needs a second reading to decide
     falling = evidence8 is not None and evidence8.falling_on_few
     # ... or where a keep waits for the candidate's Accuracy to be read clear of the veto's line (``_nearer_the_veto``)
-    near = decision.need == {"dim8"} and _nearer_the_veto(incumbent, candidate) is not None
+    near = decision.need == {"dim8"} and _nearer_the_veto(incumbent, candidate, policy) is not None
     dim8 = "dim8" in decision.need and (unknown or falling or near or decision.target == "dim8" or decision.rule_only)
     most = policy.max_dim8_target if decision.target == "dim8" or near else policy.max_dim8
     cap = max(most, candidate.n("dim8") + 1) if unknown else most
