@@ -23,6 +23,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from tests.support.llama_server import ALIAS, SUITE_CAPS, RealServer, environment, llama_cpp_python, llama_server
+from tests.support.skill_creator_tools import aggregate, check_shapes, viewer_runs
 from workspace.results_tsv import ResultsFile
 from workspace.void_replies import load
 
@@ -117,6 +118,16 @@ def test_evaluate_full_scores_an_example_within_minutes(server: RealServer, skil
     assert run["server"]["target_files"] == {"smollm2": "files inline: asked to call read_file, the model answered in text"}
     assert run["fallbacks"]["target given the skill's files inline (it makes no tool calls)"] >= 1, run["fallbacks"]  # one per answer given
     assert took < 400, f"evaluate took {took:.0f} s"  # about 2½ minutes at the suite's caps on 2 cores
+    # what the real model answered opens in skill-creator's own tools: its viewer lists each run with the answer, its
+    # aggregator finds the runs Luban's benchmark holds (none with a pass rate: this skill has no assertions)
+    evals = max((workspace / "full" / "evaluations").iterdir()) / SKILL / "evals"
+    assert check_shapes(evals) >= 3
+    listed = viewer_runs(evals, tmp_path / "review.html")
+    assert listed and all(r["grading"] and any(f["name"] == "answer.md" for f in r["outputs"]) for r in listed), listed
+    ours = json.loads((evals / "benchmark.json").read_text(encoding="utf-8"))
+    theirs = aggregate(evals, tmp_path / "aggregated" / "benchmark.json")
+    assert sorted((r["eval_id"], r["configuration"], r["result"]["pass_rate"]) for r in theirs["runs"]) == sorted(
+        (r["eval_id"], r["configuration"], r["result"]["pass_rate"]) for r in ours["runs"])
     print(f"\nluban evaluate --mode full, 1 skill, against SmolLM2: {took:.0f} s, {run['usage']['calls']} calls, "
           f"fallbacks {run['fallbacks']}")
 
