@@ -38,6 +38,11 @@ def optimize_args(skills: Path, *extra: str) -> list[str]:
     return ["optimize", "--skills-dir", str(skills), "--mode", "full", "--approval", "auto", "--max-rounds", "3", *extra]
 
 
+# `prefect server start` for the modules whose runs are killed against it: its repossessor frees a lapsed lease every
+# 5 s here (15 s by default): the suite's load can delay a service's loop, and what is tested is Luban's wait, not the
+# server's schedule (flows/server/lock.py waits a lease's length and 20 s more for it)
+SERVER_WITH_REPOSSESSOR = {"PREFECT_SERVER_SERVICES_REPOSSESSOR_LOOP_SECONDS": "5"}
+
 def child_env(env: dict[str, str], keep_openai: bool = False, **extra: str) -> dict[str, str]:
     """The child's environment: offline (no OPENAI_*) unless ``keep_openai``, plus ``extra``."""
     return {**{k: v for k, v in env.items() if keep_openai or not k.startswith("OPENAI_")}, **extra}

@@ -3,7 +3,6 @@ and running again with --resume continues without repeating a kept edit or losin
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -14,22 +13,32 @@ import git
 import pytest
 
 from scoring.notes import parse_note
-from tests.reliability.crash import STEPS, assert_consistent_after_a_crash, child_env, optimize_args, run_child, start_child
+from tests.reliability.crash import (
+    SERVER_WITH_REPOSSESSOR,
+    STEPS,
+    assert_consistent_after_a_crash,
+    child_env,
+    optimize_args,
+    run_child,
+    start_child,
+)
 from tests.support.repos import commit_all, copy_examples
 from workspace import rejected_edits
 from workspace.results_tsv import ResultsFile
 
 SKILLS = ("pr-review", "weekly-report-zh", "db-migration")  # in that order (lowest total first): four keeps, then a revert
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
+pytestmark = [pytest.mark.slow]
+SERVER_ENV = SERVER_WITH_REPOSSESSOR
 
 
 @pytest.fixture
-def setup(tmp_path: Path):
-    from prefect.settings import PREFECT_API_URL
-
+def setup(tmp_path: Path, prefect_server: dict[str, str]):
+    """Each run talks to a real `prefect server start`, as a team's runs do: a run killed while it takes the
+    workspace's slot there leaves a lease nobody can name, which the server's repossessor frees once it lapses (the
+    test harness runs no repossessor, so such a slot would be held for ever)."""
     skills = copy_examples(tmp_path / "skills", *SKILLS)
     commit_all(skills)
-    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
+    env = dict(prefect_server, PREFECT_LOGGING_LEVEL="WARNING")
     return skills, tmp_path / "luban-workspace", env
 
 

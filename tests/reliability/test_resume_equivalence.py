@@ -7,7 +7,6 @@ written and the commit id (a commit made a second later has another id for the s
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -18,12 +17,20 @@ from typing import Any
 import git
 import pytest
 
-from tests.reliability.crash import assert_consistent_after_a_crash, child_env, optimize_args, run_child, start_child
+from tests.reliability.crash import (
+    SERVER_WITH_REPOSSESSOR,
+    assert_consistent_after_a_crash,
+    child_env,
+    optimize_args,
+    run_child,
+    start_child,
+)
 from tests.support.batches import explain, make_batch, outcome, serial_reference
 from tests.support.repos import commit_all, commit_subjects, copy_examples
 from workspace import run_marker
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("prefect_api")]
+pytestmark = [pytest.mark.slow]
+SERVER_ENV = SERVER_WITH_REPOSSESSOR  # a real server, whose repossessor frees the slot of a run killed taking it
 
 
 def resume_to_the_end(skills: Path, workspace: Path, env: dict[str, str]) -> None:
@@ -32,11 +39,9 @@ def resume_to_the_end(skills: Path, workspace: Path, env: dict[str, str]) -> Non
 
 
 @pytest.fixture(scope="module")
-def unbroken(tmp_path_factory, prefect_api) -> tuple[dict[str, Any], float, dict[str, str]]:
+def unbroken(tmp_path_factory, prefect_server: dict[str, str]) -> tuple[dict[str, Any], float, dict[str, str]]:
     """The reference: the batch run once without a stop (its outcome, how long it took, the children's env)."""
-    from prefect.settings import PREFECT_API_URL
-
-    env = dict(os.environ, PREFECT_API_URL=PREFECT_API_URL.value(), PREFECT_LOGGING_LEVEL="WARNING")
+    env = dict(prefect_server, PREFECT_LOGGING_LEVEL="WARNING")
     reference, took = serial_reference(tmp_path_factory, env)
     return reference, took, env
 
