@@ -1,7 +1,9 @@
 """Route every query, several runs each, with each router model; what it cost; and the figures of each model.
 
 The calls run ``client.concurrency`` at a time. The run's call budget (``--max-calls``) is a hard stop: past it no call
-is sent, the routing so far is kept, and the stop is said — figures from part of the queries are marked partial.
+is sent, the routing so far is kept, and the stop is said — figures from part of the queries are marked partial. The
+calls go run by run, and within a run the skills' queries in turn (``interleaved``), so that a routing cut short has
+routed every skill about as far as the others: never the first skills listed whole and the last not at all.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from flows.route.library import Library
 from judges.llm import LLMClient
@@ -46,6 +49,11 @@ class Routing:
     raw_unreadable: tuple[tuple[str, str], ...] = ()  # (query id, the reply) for replies that named no skills
     stopped: str = ""  # why routing ended before every call was made
 
+    @property
+    def queries(self) -> int:
+        """The queries routed at least once (with a cut, fewer than were planned)."""
+        return len({pick.query for pick in self.picks})
+
     def of(self, model: str, library: Library, queries: Sequence[RouteQuery]) -> LibraryFigures:
         return figures(model, library.names, queries, self.picks)
 
@@ -61,7 +69,7 @@ def route_all(client: LLMClient, models: Sequence[str], library: Library, querie
     ``shortlist`` skills lexically nearest it (0: the whole listing, the same prefix for every call)."""
     names = frozenset(library.names)
     listings = listings_for(library, queries, shortlist)
-    jobs = [(m, q, r) for m in models for q in queries for r in range(runs)]
+    jobs = interleaved(models, queries, runs)
     started = time.monotonic()
     done: list[Routed] = []
     stopped = ""
@@ -79,6 +87,17 @@ def route_all(client: LLMClient, models: Sequence[str], library: Library, querie
             except BudgetExhausted as err:
                 stopped = stopped or f"the call budget ran out after {client.usage.calls} calls: {err}"
     return _summed(done, time.monotonic() - started, stopped)
+
+
+def interleaved(models: Sequence[str], queries: Sequence[RouteQuery], runs: int) -> list[tuple[str, RouteQuery, int]]:
+    """Every (model, query, run) once, in the order a cut leaves fair: the first run of every query before any
+    second, and within a run each skill's first query, then each one's second, and so on (queries of no skill —
+    requests for none — take a turn of their own)."""
+    by_skill: dict[str, list[RouteQuery]] = {}
+    for query in queries:
+        by_skill.setdefault(query.expected or "", []).append(query)
+    turns = [q for turn in zip_longest(*by_skill.values()) for q in turn if q is not None]
+    return [(m, q, r) for r in range(runs) for q in turns for m in models]
 
 
 def listings_for(library: Library, queries: Sequence[RouteQuery], shortlist: int) -> dict[str, str]:

@@ -55,8 +55,8 @@ def document(library: Library, plan: QueryPlan, routed: int, sealed: int, routin
         "skills": len(library.skills),
         "unroutable": [{"path": p, "why": w} for p, w in library.unroutable],
         "listing": listing_doc(library),
-        "queries": {"routed": routed if routing else 0, "sealed_test": sealed, "source": plan.source,
-                    "problems": list(plan.problems)},
+        "queries": {"routed": routing.queries if routing else 0, "planned": routed, "sealed_test": sealed,
+                    "source": plan.source, "problems": list(plan.problems)},
     }
     if routing is None:
         doc["queries"]["ready"] = routed  # queries there are, that a model would route
@@ -72,7 +72,7 @@ def document(library: Library, plan: QueryPlan, routed: int, sealed: int, routin
 
 def markdown(doc: dict[str, Any], per_model: Sequence[LibraryFigures], heatmaps: dict[str, str]) -> str:
     lines = ["# Luban routing report", "",
-             f"{doc['skills']} skills routed; {doc['queries']['routed']} queries (train and validation), "
+             f"{doc['skills']} skills routed; {_routed(doc['queries'])} queries (train and validation), "
              f"{doc['queries']['sealed_test']} sealed for a routing run's final check.", ""]
     lines += _listing_lines(doc["listing"]) + _unroutable_lines(doc)
     if "models" not in doc:
@@ -160,3 +160,9 @@ def gate_markdown(doc: dict[str, Any]) -> str:
         lines += [f"- {model}: right routing {right['mean_change']:+.3f} a query (p={right['p']}), "
                   f"{decision['guards']} guards asked, worse: {', '.join(w['name'] for w in decision['worse']) or 'none'}"]
     return "\n".join(lines) + "\n"
+
+
+def _routed(queries: dict[str, Any]) -> str:
+    """'188', or '120 of 188' when the routing was cut short."""
+    planned = queries.get("planned", queries["routed"])
+    return str(queries["routed"]) if queries["routed"] == planned else f"{queries['routed']} of {planned}"

@@ -93,10 +93,16 @@ def test_offline_the_listing_is_checked_and_routing_says_it_needs_a_model(tmp_pa
 def test_the_call_budget_stops_routing_and_the_figures_say_partial(tmp_path, world):
     skills = make_library(tmp_path / "skills")
     doc = route_library(skills_dir=str(skills), skills=["invoices", "weather"], llm={"route_runs": 5},
-                        workspace=str(tmp_path / "ws"), max_calls=9)
+                        workspace=str(tmp_path / "ws"), max_calls=6)
     assert doc["partial"] and "call budget" in doc["partial"]
-    assert doc["cost"]["calls"] <= 8  # one of the nine was the tool probe
+    assert doc["cost"]["calls"] <= 5  # one of the six was the tool probe
     assert doc["models"]["router-a"]["runs"] == doc["cost"]["calls"]
+    # the cut falls fairly: each skill's queries were routed in turn, not the first skill's whole and the other's none
+    recall = doc["models"]["router-a"]["skills"]
+    assert all(recall[skill]["recall"]["out_of"] >= 1 for skill in ("invoices", "weather")), recall
+    queries = doc["queries"]
+    assert queries["routed"] == doc["cost"]["calls"] < queries["planned"]  # one run of each query routed, said
+    assert f"{queries['routed']} of {queries['planned']} queries" in Path(doc["report"]).read_text(encoding="utf-8")
 
 
 def test_errors_are_missing_data_not_none(tmp_path, world):
