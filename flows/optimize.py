@@ -20,6 +20,7 @@ from prefect.states import Failed, State
 from pydantic import BaseModel, PrivateAttr
 
 from flows.interaction.approvals import Approval, as_approval
+from flows.interaction.budget_logs import quiet_budget_stops
 from flows.interaction.interrupt import keep_terminal_handler
 from flows.phases import baseline as phase_baseline
 from flows.phases import held_out_gate
@@ -199,6 +200,7 @@ def optimize_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
     ``start_branch``: the branch checked out when the run was asked for, where a run queued behind another starts
     (the `luban` command notes it before Prefect starts; left out, it is read here, as the flow run begins)."""
     keep_terminal_handler()
+    quiet_budget_stops()
     try:
         options = replace(_options(skills_dir, skills, mode, approval, max_rounds, budget, workspace, init_git, resume,
                                    approval_timeout, llm, allow_rename),
@@ -249,6 +251,7 @@ def evaluate_skills(skills_dir: str, skills: list[str] | None = None, mode: str 
                     approval: Approval = "auto", llm: dict[str, Any] | None = None) -> dict[str, Any] | State:
     """Phases 0–1 only: score every skill and record the baseline; nothing is edited."""
     keep_terminal_handler()
+    quiet_budget_stops()
     try:
         options = replace(_options(skills_dir, skills, mode, approval, None, 0.10, workspace, False, False, 3600, llm),
                           evaluate_only=True)

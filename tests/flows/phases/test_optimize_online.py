@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import git
@@ -106,14 +107,33 @@ def test_step_d_extreme_overfitting_freezes_and_blocks_permanently(example_skill
     assert buffer.entries[-1].status == "permanent_block"
 
 
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.seen: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record)
+
+
 def test_budget_stop_ends_cleanly_and_keeps_the_records(example_skills: Path, monkeypatch):
     server = ScriptedOpenAI()
     server.responder = GateResponder(held_after=8)
-    with server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0002")
-        result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="full", approval="auto",
-                                 init_git=True, llm={"judge_model": "judge-a", "max_llm_calls": 38, "max_retries": 0})
+    records = Records()
+    loggers = [logging.getLogger(name) for name in ("prefect.task_runs", "prefect.flow_runs")]
+    for logger in loggers:
+        logger.addHandler(records)
+    try:
+        with server:
+            monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-luban-test-online-0002")
+            result = optimize_skills(skills_dir=str(example_skills), skills=["pr-review"], mode="full", approval="auto",
+                                     init_git=True, llm={"judge_model": "judge-a", "max_llm_calls": 38, "max_retries": 0})
+    finally:
+        for logger in loggers:
+            logger.removeHandler(records)
+    budget = [r for r in records.seen if "BudgetExhausted" in r.getMessage()]
+    assert budget and all(r.levelno < logging.WARNING for r in budget), [(r.levelname, r.getMessage()[:200]) for r in budget]
     rows = history(example_skills)
     assert result["stopped"] and result["stopped"].startswith("budget")
     assert rows[0].status == "baseline" and len(server.chat_requests()) <= 38
