@@ -12,24 +12,6 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("LUBAN_CORPUS", REPO_ROOT.parent / "shared" / "corpus"))
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under xdist, the long tests first, one share each per worker: --dist worksteal hands each worker a contiguous
-    quarter of the list to start with and steals from the ends, so a 3-minute test collected late would otherwise
-    start late and set the suite's wall time on its own. Order within each share is the collection's."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
-    slow = [item for item in items if item.get_closest_marker("slow")]
-    if workers < 2 or not slow:
-        return
-    rest = [item for item in items if not item.get_closest_marker("slow")]
-    ordered: list[pytest.Item] = []
-    for worker in range(workers):
-        share = (worker + 1) * len(items) // workers - worker * len(items) // workers
-        mine = slow[worker::workers]
-        ordered += mine + rest[:max(0, share - len(mine))]
-        rest = rest[max(0, share - len(mine)):]
-    items[:] = ordered + rest
-
-
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():  # a clone on its own has no ../shared: these tests need real public skills, nothing else does

@@ -95,22 +95,25 @@ def test_the_killed_runs_marker_is_closed_by_the_run_that_follows(tmp_path: Path
     assert killed.returncode == -signal.SIGKILL
     (marker,) = (workspace / "runs").glob("*.json")
     assert run_marker.load(workspace, marker.stem)["state"] == "running"  # what a kill leaves
-    assert workspace_slots_taken(workspace) == 1  # and its lease on the server, which has not lapsed
+    assert workspace_slots_taken(workspace, env) == 1  # and its lease on the server, which has not lapsed
     resume_to_the_end(skills, workspace, env)  # not refused: the freed flock on this host proves the holder gone
-    assert workspace_slots_taken(workspace) == 0
+    assert workspace_slots_taken(workspace, env) == 0
     closed = run_marker.load(workspace, marker.stem)
     assert closed["state"] == "stopped" and "killed" in closed["stopped_why"]
     states = sorted(run_marker.load(workspace, p.stem)["state"] for p in (workspace / "runs").glob("*.json"))
     assert states == ["finished", "stopped"]
 
 
-def workspace_slots_taken(workspace: Path) -> int:
-    """The workspace's run lock on the Prefect server the children share (flows/server/lock.py): slots held now."""
+def workspace_slots_taken(workspace: Path, env: dict[str, str]) -> int:
+    """The workspace's run lock on the Prefect server the children share (flows/server/lock.py): slots held now.
+    Asked of that server by its address: this test process has no API of its own (a client without one would start
+    an ephemeral server in this xdist worker, and the worker's event sender would outlive it)."""
     from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_API_URL, temporary_settings
 
     from flows.server.lock import limit_name
 
-    with get_client(sync_client=True) as client:
+    with temporary_settings({PREFECT_API_URL: env["PREFECT_API_URL"]}), get_client(sync_client=True) as client:
         return client.read_global_concurrency_limit_by_name(limit_name(workspace)).active_slots
 
 
